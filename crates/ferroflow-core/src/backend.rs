@@ -1,0 +1,48 @@
+use crate::{BackendError, Fields, Real};
+
+/// Most equations a scheme solves (continuity, three momentum components, energy).
+pub const MAX_EQUATIONS: usize = 5;
+
+/// Sums of squared residuals (pseudo-time derivatives) of one iteration, per equation.
+/// Accumulated in f64 in a fixed order, so they do not depend on the thread count.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Residuals {
+    /// Sum of squared residuals per equation (unused entries are zero).
+    pub sum_sq: [f64; MAX_EQUATIONS],
+    /// Number of equations in use.
+    pub equations: usize,
+    /// Number of nodes summed over.
+    pub nodes: usize,
+}
+
+impl Residuals {
+    /// Root-mean-square residual of each equation.
+    pub fn l2(&self) -> Vec<f64> {
+        self.sum_sq[..self.equations]
+            .iter()
+            .map(|s| (s / self.nodes as f64).sqrt())
+            .collect()
+    }
+}
+
+/// A compute backend: owns the state where it computes (host memory, a GPU) and the kernels.
+/// The driver sequences iterations, checks convergence and writes outputs; it never sees
+/// how or where the backend computes.
+pub trait Backend {
+    /// Floating-point type of the state.
+    type Real: Real;
+
+    /// Name used in case files, on the command line and in summaries.
+    fn name(&self) -> &'static str;
+
+    /// Runs `iterations` pseudo-time iterations (each: fused interior update, boundary
+    /// fill, buffer swap) and returns the residuals of the last one.
+    fn advance(&mut self, iterations: usize) -> Result<Residuals, BackendError>;
+
+    /// Copies the current state to the host (pressure not yet referenced, see
+    /// [`crate::Problem::reference_pressure`]).
+    fn download(&mut self) -> Result<Fields<Self::Real>, BackendError>;
+
+    /// Replaces the current state (restart); boundary ghosts are filled from it.
+    fn upload(&mut self, fields: &Fields<Self::Real>) -> Result<(), BackendError>;
+}

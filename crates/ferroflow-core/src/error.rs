@@ -1,0 +1,68 @@
+use thiserror::Error;
+
+/// A problem definition that no backend can iterate.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum ProblemError {
+    /// A physical or numerical parameter outside its valid range.
+    #[error("{name} = {value} is out of range: {allowed}")]
+    OutOfRange {
+        /// Parameter name, as in case files (e.g. `physics.viscosity`).
+        name: &'static str,
+        /// The rejected value.
+        value: f64,
+        /// The allowed range, in words.
+        allowed: &'static str,
+    },
+    /// A grid too small for the stencils and boundary extrapolation.
+    #[error("grid has {nodes} nodes along axis {axis}; at least {min} are needed by the stencil")]
+    GridTooSmall {
+        /// Axis (0 = x, 1 = y, 2 = z).
+        axis: usize,
+        /// Nodes along that axis.
+        nodes: usize,
+        /// Minimum number of nodes.
+        min: usize,
+    },
+    /// Unsupported dimensionality.
+    #[error("dimension {0} is not supported (2 or 3)")]
+    Dimension(usize),
+    /// Arrays that do not match the grid.
+    #[error("{what} has {got} values, the grid needs {expected}")]
+    Shape {
+        /// Which array.
+        what: &'static str,
+        /// Its length.
+        got: usize,
+        /// The length the layout needs.
+        expected: usize,
+    },
+}
+
+/// A failure inside a backend.
+#[derive(Debug, Error)]
+pub enum BackendError {
+    /// The backend cannot run on this machine (no device, driver or compiler).
+    #[error("backend {backend} is not available: {reason}")]
+    Unavailable {
+        /// Backend name.
+        backend: &'static str,
+        /// Why, exactly.
+        reason: String,
+    },
+    /// The backend cannot serve this problem.
+    #[error("backend {backend} does not support {what}")]
+    NotSuitable {
+        /// Backend name.
+        backend: &'static str,
+        /// What it lacks.
+        what: String,
+    },
+    /// Any other failure, with the backend's own message.
+    #[error("backend {backend}: {message}")]
+    Failed {
+        /// Backend name.
+        backend: &'static str,
+        /// The message.
+        message: String,
+    },
+}

@@ -1,0 +1,51 @@
+use crate::{Layout, Real};
+
+/// Host copy of a block's variables, one array per variable (structure of arrays).
+/// Variable order: `p, u, v[, w]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fields<R> {
+    /// Memory layout shared by every variable.
+    pub layout: Layout,
+    /// One array of `layout.len` values per variable.
+    pub vars: Vec<Vec<R>>,
+}
+
+impl<R: Real> Fields<R> {
+    /// `count` variables, all zero.
+    pub fn zeros(layout: Layout, count: usize) -> Fields<R> {
+        Fields {
+            layout,
+            vars: vec![vec![R::zero(); layout.len]; count],
+        }
+    }
+
+    /// Converts to another precision (used to compare f32 and f64 runs, and to upload).
+    pub fn cast<S: Real>(&self) -> Fields<S> {
+        Fields {
+            layout: self.layout,
+            vars: self
+                .vars
+                .iter()
+                .map(|v| v.iter().map(|x| S::of(x.f64())).collect())
+                .collect(),
+        }
+    }
+
+    /// Value of variable `var` at node `(i, j, k)`.
+    pub fn at(&self, var: usize, i: usize, j: usize, k: usize) -> R {
+        self.vars[var][self.layout.index(i as isize, j as isize, k as isize)]
+    }
+
+    /// First non-finite value among the nodes, as `(variable, node)`.
+    pub fn first_non_finite(&self) -> Option<(usize, [usize; 3])> {
+        let mut found = None;
+        for (v, data) in self.vars.iter().enumerate() {
+            self.layout.for_each_node(|i, j, k, o| {
+                if found.is_none() && !data[o].is_finite() {
+                    found = Some((v, [i, j, k]));
+                }
+            });
+        }
+        found
+    }
+}

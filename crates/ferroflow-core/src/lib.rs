@@ -1,0 +1,23 @@
+//! ferroflow-core: the vocabulary shared by every ferroflow crate.
+//!
+//! - [`Real`]: the floating-point type of a run (`f32` or `f64`), chosen per run.
+//! - [`Layout`]: how a block's nodes and ghost layers map to memory (structure of arrays,
+//!   index `i` fastest, padded leading dimension).
+//! - [`Fields`]: host copies of a block's variables.
+//! - [`Problem`]: everything a backend needs to iterate (grid, physics, numerics, boundaries).
+//! - [`Backend`]: what a compute backend (CPU, CUDA) offers to the driver.
+#![deny(missing_docs)]
+
+mod backend;
+mod error;
+mod fields;
+mod layout;
+mod problem;
+mod real;
+
+pub use backend::{Backend, Residuals, MAX_EQUATIONS};
+pub use error::{BackendError, ProblemError};
+pub use fields::Fields;
+pub use layout::{Layout, GHOST};
+pub use problem::{Numerics, Physics, Problem, Side, SideBc, MIN_NODES};
+pub use real::Real;

@@ -1,0 +1,38 @@
+use num_traits::Float;
+use std::fmt::{Debug, Display};
+
+/// Floating-point type of a run. One generic code path serves `f32` and `f64`.
+pub trait Real: Float + Send + Sync + Default + Debug + Display + 'static {
+    /// Name used in case files, summaries and kernel macros.
+    const NAME: &'static str;
+    /// Size in bytes (for traffic and roofline accounting).
+    const BYTES: usize = std::mem::size_of::<Self>();
+    /// Converts an `f64` constant (rounding for `f32`).
+    fn of(x: f64) -> Self;
+    /// Widens to `f64` (exact).
+    fn f64(self) -> f64;
+}
+
+impl Real for f64 {
+    const NAME: &'static str = "f64";
+    #[inline(always)]
+    fn of(x: f64) -> Self {
+        x
+    }
+    #[inline(always)]
+    fn f64(self) -> f64 {
+        self
+    }
+}
+
+impl Real for f32 {
+    const NAME: &'static str = "f32";
+    #[inline(always)]
+    fn of(x: f64) -> Self {
+        x as f32
+    }
+    #[inline(always)]
+    fn f64(self) -> f64 {
+        self as f64
+    }
+}

@@ -1,0 +1,204 @@
+//! The fused interior pass: one sweep over memory per pseudo-time iteration computes β², the
+//! spectral radii, the fourth-difference dissipation, the local time step, the residuals, the
+//! updated state and the residual partial sums, with no temporary arrays.
+use crate::formulas::*;
+use ferroflow_core::{Fields, Layout, Problem, Real, Residuals, MAX_EQUATIONS};
+use rayon::prelude::*;
+
+/// Per-run constants of the update, converted to the run's precision once.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Coeffs<R> {
+    inv_h: [R; 3],
+    inv_2h: [R; 3],
+    inv_h2: [R; 3],
+    nu: R,
+    inv_rho: R,
+    cfl: R,
+    c4: R,
+    beta2_min: R,
+    viscous_rate: R,
+    inv_2nu: R,
+}
+
+impl<R: Real> Coeffs<R> {
+    pub(crate) fn new(problem: &Problem<R>) -> Coeffs<R> {
+        let (ph, num) = (problem.physics, problem.numerics);
+        let h = problem.spacing;
+        let dim = problem.layout.dim;
+        let viscous_rate: f64 =
+            2.0 * ph.viscosity * h[..dim].iter().map(|h| 1.0 / (h * h)).sum::<f64>();
+        Coeffs {
+            inv_h: h.map(|h| R::of(1.0 / h)),
+            inv_2h: h.map(|h| R::of(0.5 / h)),
+            inv_h2: h.map(|h| R::of(1.0 / (h * h))),
+            nu: R::of(ph.viscosity),
+            inv_rho: R::of(1.0 / ph.density),
+            cfl: R::of(num.cfl),
+            c4: R::of(num.c4),
+            beta2_min: R::of(num.kappa * num.u_ref * num.u_ref),
+            viscous_rate: R::of(viscous_rate),
+            inv_2nu: R::of(0.5 / ph.viscosity),
+        }
+    }
+}
+
+/// Raw pointers to the output arrays. Rows are written by one task each, so writes never
+/// overlap; the pointers outlive the pass (they borrow `next` mutably for its duration).
+struct Out<R>([*mut R; MAX_EQUATIONS]);
+unsafe impl<R> Send for Out<R> {}
+unsafe impl<R> Sync for Out<R> {}
+
+#[inline(always)]
+fn at<R: Copy>(a: &[R], o: usize) -> R {
+    debug_assert!(o < a.len());
+    // SAFETY: every offset is a node or ghost of the layout that sized the array.
+    unsafe { *a.get_unchecked(o) }
+}
+
+/// Updates the interior nodes of one row (fixed j, k) and returns its residual sums.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn update_row<R: Real, const D: usize, const SRC: bool>(
+    c: &Coeffs<R>,
+    st: [usize; 3],
+    q: [&[R]; 4],
+    src: [&[R]; 4],
+    out: &Out<R>,
+    start: usize,
+    count: usize,
+    p_shift: R,
+) -> [f64; MAX_EQUATIONS] {
+    let p = q[0];
+    let mut sums = [0.0f64; MAX_EQUATIONS];
+    for o in start..start + count {
+        let mut vel = [R::zero(); D];
+        let mut speed2 = R::zero();
+        for d in 0..D {
+            vel[d] = at(q[1 + d], o);
+            speed2 = speed2 + vel[d] * vel[d];
+        }
+        let beta2 = local_beta2(speed2, c.beta2_min);
+        let pc = at(p, o);
+        let (mut sum_lh, mut sum_l2, mut diss, mut div) =
+            (R::zero(), R::zero(), R::zero(), R::zero());
+        for d in 0..D {
+            let s = st[d];
+            let lam = spectral_radius(vel[d], beta2);
+            let lh = lam * c.inv_h[d];
+            sum_lh = sum_lh + lh;
+            sum_l2 = sum_l2 + lam * lam;
+            let d4 = fourth_difference(
+                at(p, o - 2 * s),
+                at(p, o - s),
+                pc,
+                at(p, o + s),
+                at(p, o + 2 * s),
+            );
+            diss = diss + lh * d4;
+            div = div + central_difference(at(q[1 + d], o - s), at(q[1 + d], o + s), c.inv_2h[d]);
+        }
+        let dt = local_time_step(c.cfl, sum_lh, c.viscous_rate, sum_l2 * c.inv_2nu);
+        let mut rp = -beta2 * div - c.c4 * diss;
+        if SRC {
+            rp = rp + at(src[0], o);
+        }
+        // SAFETY: see `Out`; `o` is an interior node of this task's row.
+        unsafe { *out.0[0].add(o) = pc + dt * rp - p_shift };
+        // The norm measures the change of the referenced pressure: a uniform drift (which
+        // the reference shift removes) is not a residual.
+        let rp_ref = rp - p_shift / dt;
+        sums[0] += rp_ref.f64() * rp_ref.f64();
+        for (m, vm) in vel.iter().enumerate() {
+            let um = q[1 + m];
+            let (mut conv, mut lap) = (R::zero(), R::zero());
+            for d in 0..D {
+                let s = st[d];
+                let (lo, hi) = (at(um, o - s), at(um, o + s));
+                conv = conv + vel[d] * central_difference(lo, hi, c.inv_2h[d]);
+                lap = lap + second_difference(lo, *vm, hi, c.inv_h2[d]);
+            }
+            let s = st[m];
+            let grad_p = central_difference(at(p, o - s), at(p, o + s), c.inv_2h[m]);
+            let mut r = c.nu * lap - conv - grad_p * c.inv_rho;
+            if SRC {
+                r = r + at(src[1 + m], o);
+            }
+            sums[1 + m] += r.f64() * r.f64();
+            // SAFETY: as above.
+            unsafe { *out.0[1 + m].add(o) = *vm + dt * r };
+        }
+    }
+    sums
+}
+
+/// Runs the fused pass from `cur` into `next` over all interior nodes; `row_sums` is scratch
+/// with one entry per row, summed in row order afterwards so that the result does not depend
+/// on how rows were spread over threads.
+pub(crate) fn interior_pass<R: Real>(
+    c: &Coeffs<R>,
+    cur: &Fields<R>,
+    next: &mut Fields<R>,
+    source: Option<&Fields<R>>,
+    p_shift: R,
+    row_sums: &mut [[f64; MAX_EQUATIONS]],
+) -> Residuals {
+    let l = cur.layout;
+    match (l.dim, source.is_some()) {
+        (2, false) => pass::<R, 2, false>(c, cur, next, source, p_shift, row_sums),
+        (2, true) => pass::<R, 2, true>(c, cur, next, source, p_shift, row_sums),
+        (3, false) => pass::<R, 3, false>(c, cur, next, source, p_shift, row_sums),
+        _ => pass::<R, 3, true>(c, cur, next, source, p_shift, row_sums),
+    }
+}
+
+/// Number of interior rows (fixed j, k) of a layout.
+pub(crate) fn interior_rows(l: &Layout) -> usize {
+    (l.n[1] - 2) * if l.dim == 3 { l.n[2] - 2 } else { 1 }
+}
+
+fn pass<R: Real, const D: usize, const SRC: bool>(
+    c: &Coeffs<R>,
+    cur: &Fields<R>,
+    next: &mut Fields<R>,
+    source: Option<&Fields<R>>,
+    p_shift: R,
+    row_sums: &mut [[f64; MAX_EQUATIONS]],
+) -> Residuals {
+    let l = cur.layout;
+    let empty: &[R] = &[];
+    let q: [&[R]; 4] = std::array::from_fn(|v| cur.vars.get(v).map_or(empty, |a| a.as_slice()));
+    let src: [&[R]; 4] = std::array::from_fn(|v| {
+        source
+            .and_then(|s| s.vars.get(v))
+            .map_or(empty, |a| a.as_slice())
+    });
+    let mut ptrs = [std::ptr::null_mut(); MAX_EQUATIONS];
+    for (ptr, v) in ptrs.iter_mut().zip(next.vars.iter_mut()) {
+        *ptr = v.as_mut_ptr();
+    }
+    let out = Out(ptrs);
+    let rows_j = l.n[1] - 2;
+    let count = l.n[0] - 2;
+    let min_rows = (4096 / count).max(1);
+    row_sums
+        .par_iter_mut()
+        .with_min_len(min_rows)
+        .enumerate()
+        .for_each(|(r, sums)| {
+            let j = 1 + r % rows_j;
+            let k = if D == 3 { 1 + r / rows_j } else { 0 };
+            let start = l.index(1, j as isize, k as isize);
+            *sums = update_row::<R, D, SRC>(c, l.stride, q, src, &out, start, count, p_shift);
+        });
+    let mut total = Residuals {
+        equations: 1 + D,
+        nodes: l.interior_nodes(),
+        ..Default::default()
+    };
+    for sums in row_sums.iter() {
+        for (t, s) in total.sum_sq.iter_mut().zip(sums) {
+            *t += s;
+        }
+    }
+    total
+}

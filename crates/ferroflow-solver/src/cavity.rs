@@ -1,0 +1,128 @@
+//! Lid-driven cavity: problem set-up, centreline profiles and comparison with reference data.
+use crate::reference::Profile;
+use ferroflow_core::{Fields, Layout, Numerics, Physics, Problem, ProblemError, Real};
+
+/// Unit square (2D) or cube (3D), lid y = 1 moving with u = `lid` along x, other walls at rest,
+/// fluid at rest initially, ν = lid · 1 / Re, ρ = 1.
+pub fn lid_driven<R: Real>(
+    dim: usize,
+    n: [usize; 3],
+    reynolds: f64,
+    lid: f64,
+    numerics: Numerics,
+) -> Result<Problem<R>, ProblemError> {
+    if !(reynolds > 0.0 && reynolds.is_finite()) {
+        return Err(ProblemError::OutOfRange {
+            name: "physics.reynolds",
+            value: reynolds,
+            allowed: "a finite value > 0",
+        });
+    }
+    let layout = Layout::new(dim, n);
+    let mut initial = Fields::zeros(layout, 1 + dim);
+    layout.for_each_node(|_, j, _, o| {
+        if j == layout.n[1] - 1 {
+            initial.vars[1][o] = R::of(lid);
+        }
+    });
+    let physics = Physics {
+        viscosity: lid / reynolds,
+        density: 1.0,
+    };
+    Problem::new(layout, [1.0; 3], physics, numerics, initial)
+}
+
+/// Samples `(coordinate, value)` along a line.
+pub type Line = Vec<(f64, f64)>;
+
+/// Multilinear interpolation of variable `var` at point `x` (inside the grid).
+pub fn interpolate<R: Real>(problem: &Problem<R>, f: &Fields<R>, var: usize, x: [f64; 3]) -> f64 {
+    let l = f.layout;
+    let mut base = [0usize; 3];
+    let mut w = [0.0f64; 3];
+    for d in 0..l.dim {
+        let s = (x[d] / problem.spacing[d]).clamp(0.0, (l.n[d] - 1) as f64);
+        base[d] = (s.floor() as usize).min(l.n[d] - 2);
+        w[d] = s - base[d] as f64;
+    }
+    let corners = 1usize << l.dim;
+    (0..corners)
+        .map(|c| {
+            let mut idx = base;
+            let mut weight = 1.0;
+            for d in 0..l.dim {
+                let hi = (c >> d) & 1 == 1;
+                idx[d] += hi as usize;
+                weight *= if hi { w[d] } else { 1.0 - w[d] };
+            }
+            weight * f.at(var, idx[0], idx[1], idx[2]).f64()
+        })
+        .sum()
+}
+
+/// The two centreline profiles at the grid nodes: u along y through the centre (x = 0.5, and
+/// z = 0.5 in 3D) and v along x through the centre (y = 0.5).
+pub fn centrelines<R: Real>(
+    problem: &Problem<R>,
+    f: &Fields<R>,
+) -> (Line, Line) {
+    let l = f.layout;
+    let line = |var: usize, axis: usize| {
+        (0..l.n[axis])
+            .map(|m| {
+                let mut x = [0.5; 3];
+                x[axis] = m as f64 * problem.spacing[axis];
+                (x[axis], interpolate(problem, f, var, x))
+            })
+            .collect::<Vec<_>>()
+    };
+    (line(1, 1), line(2, 0))
+}
+
+/// Largest deviation of `computed` (interpolated linearly) from the reference stations, and
+/// the station where it occurs.
+pub fn max_deviation(computed: &[(f64, f64)], reference: &Profile) -> (f64, f64) {
+    reference
+        .points
+        .iter()
+        .map(|&(x, r)| ((linear(computed, x) - r).abs(), x))
+        .fold((0.0, f64::NAN), |a, b| if b.0 > a.0 { b } else { a })
+}
+
+fn linear(points: &[(f64, f64)], x: f64) -> f64 {
+    let k = points
+        .partition_point(|p| p.0 < x)
+        .clamp(1, points.len() - 1);
+    let ((x0, y0), (x1, y1)) = (points[k - 1], points[k]);
+    y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interpolation_is_exact_for_linear_fields() {
+        let num = Numerics {
+            cfl: 0.5,
+            kappa: 1.0,
+            u_ref: 1.0,
+            c4: 0.02,
+        };
+        let mut p = lid_driven::<f64>(3, [6, 7, 8], 100.0, 1.0, num).unwrap();
+        let l = p.layout;
+        let h = p.spacing;
+        l.for_each_node(|i, j, k, o| {
+            p.initial.vars[2][o] =
+                1.0 + 2.0 * i as f64 * h[0] - j as f64 * h[1] + 0.5 * k as f64 * h[2];
+        });
+        let x = [0.33, 0.71, 0.52];
+        let v = interpolate(&p, &p.initial, 2, x);
+        assert!((v - (1.0 + 0.66 - 0.71 + 0.26)).abs() < 1e-12);
+        let prof = Profile {
+            source: "t",
+            points: vec![(0.25, 1.0)],
+        };
+        assert!((max_deviation(&[(0.0, 0.0), (0.5, 1.0)], &prof).0 - 0.5).abs() < 1e-15);
+    }
+}

@@ -1,0 +1,14 @@
+//! ferroflow-solver: the backend-agnostic driver (pseudo-time loop, convergence, divergence),
+//! case files, verification problems (manufactured solutions, lid-driven cavity with published
+//! reference data) and result files.
+#![deny(missing_docs)]
+
+pub mod case;
+pub mod cavity;
+pub mod mms;
+pub mod output;
+pub mod reference;
+pub mod simulation;
+
+pub use case::{Case, CaseError};
+pub use simulation::{Flow, Outcome, Progress, Simulation, SolveError, StopCriteria};

@@ -1,0 +1,221 @@
+//! Manufactured solutions: smooth trigonometric fields with the matching source terms, and the
+//! observed order of accuracy of the discretisation error on a sequence of grids.
+use ferroflow_core::{Fields, Layout, Numerics, Physics, Problem, ProblemError, Real};
+use std::f64::consts::PI;
+
+/// Wavenumber of every factor.
+const K: f64 = PI;
+/// Phase per axis, so that no boundary value or symmetry is special.
+const PHASE: [f64; 3] = [0.4, 0.9, 0.2];
+
+#[derive(Debug, Clone, Copy)]
+enum Trig {
+    Sin,
+    Cos,
+}
+
+/// amp · Π_d f_d(K x_d + PHASE_d) over the active axes.
+#[derive(Debug, Clone, Copy)]
+struct Term {
+    amp: f64,
+    f: [Trig; 3],
+}
+
+impl Term {
+    fn factor(f: Trig, x: f64, d: usize, derivative: bool) -> f64 {
+        let a = K * x + PHASE[d];
+        match (f, derivative) {
+            (Trig::Sin, false) => a.sin(),
+            (Trig::Cos, false) => a.cos(),
+            (Trig::Sin, true) => K * a.cos(),
+            (Trig::Cos, true) => -K * a.sin(),
+        }
+    }
+
+    /// Value (`along = None`) or first derivative along an axis.
+    fn eval(&self, x: [f64; 3], dim: usize, along: Option<usize>) -> f64 {
+        (0..dim)
+            .map(|d| Term::factor(self.f[d], x[d], d, along == Some(d)))
+            .product::<f64>()
+            * self.amp
+    }
+
+    /// Each factor's second derivative is -K² times itself.
+    fn laplacian(&self, x: [f64; 3], dim: usize) -> f64 {
+        -(dim as f64) * K * K * self.eval(x, dim, None)
+    }
+}
+
+/// The exact solution: p and a divergence-free velocity (amplitudes along the axes sum to 0).
+#[derive(Debug, Clone, Copy)]
+pub struct Manufactured {
+    dim: usize,
+    terms: [Term; 4],
+    /// Fluid properties of the study.
+    pub physics: Physics,
+}
+
+impl Manufactured {
+    /// The 2D or 3D solution used by `verify mms`.
+    pub fn new(dim: usize) -> Manufactured {
+        use Trig::*;
+        let amps = if dim == 2 {
+            [1.0, -1.0, 0.0]
+        } else {
+            [1.0, 1.0, -2.0]
+        };
+        Manufactured {
+            dim,
+            terms: [
+                Term {
+                    amp: 0.5,
+                    f: [Cos, Sin, Cos],
+                },
+                Term {
+                    amp: amps[0],
+                    f: [Sin, Cos, Cos],
+                },
+                Term {
+                    amp: amps[1],
+                    f: [Cos, Sin, Cos],
+                },
+                Term {
+                    amp: amps[2],
+                    f: [Cos, Cos, Sin],
+                },
+            ],
+            physics: Physics {
+                viscosity: 0.1,
+                density: 1.0,
+            },
+        }
+    }
+
+    /// Exact value of variable `var` (p, u, v, w) at `x`.
+    pub fn exact(&self, var: usize, x: [f64; 3]) -> f64 {
+        self.terms[var].eval(x, self.dim, None)
+    }
+
+    /// Source of equation `var` making the exact fields a steady solution (0 for continuity:
+    /// the velocity is divergence-free).
+    pub fn source(&self, var: usize, x: [f64; 3]) -> f64 {
+        if var == 0 {
+            return 0.0;
+        }
+        let (dim, t) = (self.dim, &self.terms);
+        let c = var - 1;
+        let convection: f64 = (0..dim)
+            .map(|d| t[1 + d].eval(x, dim, None) * t[var].eval(x, dim, Some(d)))
+            .sum();
+        let grad_p = t[0].eval(x, dim, Some(c));
+        convection + grad_p / self.physics.density
+            - self.physics.viscosity * t[var].laplacian(x, dim)
+    }
+
+    /// Problem on the unit square/cube with `n` nodes per axis: exact velocity on the walls,
+    /// zero interior start, sources from [`Manufactured::source`].
+    pub fn problem<R: Real>(
+        &self,
+        n: usize,
+        numerics: Numerics,
+    ) -> Result<Problem<R>, ProblemError> {
+        let layout = Layout::new(self.dim, [n; 3]);
+        let nvar = 1 + self.dim;
+        let mut initial = Fields::zeros(layout, nvar);
+        let mut source = Fields::zeros(layout, nvar);
+        let h = 1.0 / (n - 1) as f64;
+        layout.for_each_node(|i, j, k, o| {
+            let x = [i as f64 * h, j as f64 * h, k as f64 * h];
+            let on_wall = (0..self.dim).any(|d| [i, j, k][d] == 0 || [i, j, k][d] == n - 1);
+            for v in 0..nvar {
+                if on_wall && v > 0 {
+                    initial.vars[v][o] = R::of(self.exact(v, x));
+                }
+                source.vars[v][o] = R::of(self.source(v, x));
+            }
+        });
+        Problem::new(layout, [1.0; 3], self.physics, numerics, initial)?.with_source(source)
+    }
+
+    /// Discretisation error of `fields` per variable: (L2, L∞) over all nodes. Pressure is
+    /// compared after removing the mean difference (it is defined up to a constant).
+    pub fn errors<R: Real>(&self, problem: &Problem<R>, fields: &Fields<R>) -> Vec<(f64, f64)> {
+        let l = fields.layout;
+        (0..fields.vars.len())
+            .map(|v| {
+                let mut diff = Vec::with_capacity(l.nodes());
+                l.for_each_node(|i, j, k, o| {
+                    let x = problem.coordinates(i, j, k);
+                    diff.push(fields.vars[v][o].f64() - self.exact(v, x));
+                });
+                if v == 0 {
+                    let mean = diff.iter().sum::<f64>() / diff.len() as f64;
+                    diff.iter_mut().for_each(|d| *d -= mean);
+                }
+                let l2 = (diff.iter().map(|d| d * d).sum::<f64>() / diff.len() as f64).sqrt();
+                let linf = diff.iter().fold(0.0f64, |m, d| m.max(d.abs()));
+                (l2, linf)
+            })
+            .collect()
+    }
+}
+
+/// Error of one variable on one grid, with the observed orders against the previous grid.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MmsRow {
+    /// Nodes per axis.
+    pub n: usize,
+    /// Variable name.
+    pub variable: &'static str,
+    /// L2 (root-mean-square) error.
+    pub l2_error: f64,
+    /// Maximum error.
+    pub linf_error: f64,
+    /// Observed L2 order against the next coarser grid.
+    pub l2_order: Option<f64>,
+    /// Observed L∞ order against the next coarser grid.
+    pub linf_order: Option<f64>,
+}
+
+/// Observed order from errors on two grids with spacings `h_coarse`, `h_fine`.
+pub fn observed_order(e_coarse: f64, e_fine: f64, h_coarse: f64, h_fine: f64) -> f64 {
+    (e_coarse / e_fine).ln() / (h_coarse / h_fine).ln()
+}
+
+/// Runs the manufactured solution to convergence on each grid of `sizes` (ascending) with the
+/// solver `solve` (which iterates a backend to convergence and returns the referenced state),
+/// and returns the error table.
+pub fn study<R: Real>(
+    mms: &Manufactured,
+    sizes: &[usize],
+    numerics: Numerics,
+    mut solve: impl FnMut(&Problem<R>) -> Result<Fields<R>, String>,
+) -> Result<Vec<MmsRow>, String> {
+    let names = ["p", "u", "v", "w"];
+    let mut rows: Vec<MmsRow> = Vec::new();
+    let mut previous: Option<(f64, Vec<(f64, f64)>)> = None;
+    for &n in sizes {
+        let problem = mms.problem::<R>(n, numerics).map_err(|e| e.to_string())?;
+        let fields = solve(&problem)?;
+        let errors = mms.errors(&problem, &fields);
+        let h = 1.0 / (n - 1) as f64;
+        for (v, &(l2, linf)) in errors.iter().enumerate() {
+            let orders = previous.as_ref().map(|(hc, ec)| {
+                (
+                    observed_order(ec[v].0, l2, *hc, h),
+                    observed_order(ec[v].1, linf, *hc, h),
+                )
+            });
+            rows.push(MmsRow {
+                n,
+                variable: names[v],
+                l2_error: l2,
+                linf_error: linf,
+                l2_order: orders.map(|o| o.0),
+                linf_order: orders.map(|o| o.1),
+            });
+        }
+        previous = Some((h, errors));
+    }
+    Ok(rows)
+}
