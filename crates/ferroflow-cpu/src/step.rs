@@ -17,7 +17,7 @@ pub(crate) struct Coeffs<R> {
     c4: R,
     beta2_min: R,
     viscous_rate: R,
-    inv_2nu: R,
+    inv_4nu: R,
 }
 
 impl<R: Real> Coeffs<R> {
@@ -37,7 +37,7 @@ impl<R: Real> Coeffs<R> {
             c4: R::of(num.c4),
             beta2_min: R::of(num.kappa * num.u_ref * num.u_ref),
             viscous_rate: R::of(viscous_rate),
-            inv_2nu: R::of(0.5 / ph.viscosity),
+            inv_4nu: R::of(0.25 / ph.viscosity),
         }
     }
 }
@@ -97,7 +97,7 @@ fn update_row<R: Real, const D: usize, const SRC: bool>(
             diss = diss + lh * d4;
             div = div + central_difference(at(q[1 + d], o - s), at(q[1 + d], o + s), c.inv_2h[d]);
         }
-        let dt = local_time_step(c.cfl, sum_lh, c.viscous_rate, sum_l2 * c.inv_2nu);
+        let dt = local_time_step(c.cfl, sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
         let mut rp = -beta2 * div - c.c4 * diss;
         if SRC {
             rp = rp + at(src[0], o);
