@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 mod boundary;
+mod denormals;
 pub mod formulas;
 mod step;
 
@@ -28,6 +29,7 @@ impl<R: Real> CpuBackend<R> {
     pub fn new(problem: &Problem<R>, threads: usize) -> Result<CpuBackend<R>, BackendError> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
+            .start_handler(|_| denormals::flush_to_zero())
             .build()
             .map_err(|e| BackendError::Failed {
                 backend: "cpu",
@@ -92,7 +94,8 @@ impl<R: Real> Backend for CpuBackend<R> {
             });
         }
         self.cur.clone_from(fields);
-        boundary::fill_boundaries(&mut self.cur, &self.sides);
+        let (cur, sides) = (&mut self.cur, &self.sides);
+        self.pool.install(|| boundary::fill_boundaries(cur, sides));
         // Boundary nodes of both buffers carry the wall data; the pass writes interiors only.
         self.next.clone_from(&self.cur);
         Ok(())

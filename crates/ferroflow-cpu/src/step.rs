@@ -44,9 +44,25 @@ impl<R: Real> Coeffs<R> {
 
 /// Raw pointers to the output arrays. Rows are written by one task each, so writes never
 /// overlap; the pointers outlive the pass (they borrow `next` mutably for its duration).
-struct Out<R>([*mut R; MAX_EQUATIONS]);
+struct Out<R>([*mut R; 4]);
 unsafe impl<R> Send for Out<R> {}
 unsafe impl<R> Sync for Out<R> {}
+
+impl<R> Out<R> {
+    /// The output slices of one row of `count` nodes starting at offset `start`.
+    ///
+    /// # Safety
+    /// No other live slice may cover these nodes (each row belongs to one task).
+    unsafe fn row<const D: usize>(&self, start: usize, count: usize) -> [&mut [R]; 4] {
+        std::array::from_fn(|v| {
+            if v <= D {
+                std::slice::from_raw_parts_mut(self.0[v].add(start), count)
+            } else {
+                &mut []
+            }
+        })
+    }
+}
 
 #[inline(always)]
 fn at<R: Copy>(a: &[R], o: usize) -> R {
@@ -54,6 +70,10 @@ fn at<R: Copy>(a: &[R], o: usize) -> R {
     // SAFETY: every offset is a node or ghost of the layout that sized the array.
     unsafe { *a.get_unchecked(o) }
 }
+
+/// Nodes per inner loop: residuals go to a stack buffer and are summed after each chunk, so
+/// the update loop carries no dependency and vectorises.
+const CHUNK: usize = 64;
 
 /// Updates the interior nodes of one row (fixed j, k) and returns its residual sums.
 #[inline(always)]
@@ -63,69 +83,75 @@ fn update_row<R: Real, const D: usize, const SRC: bool>(
     st: [usize; 3],
     q: [&[R]; 4],
     src: [&[R]; 4],
-    out: &Out<R>,
+    out: [&mut [R]; 4],
     start: usize,
-    count: usize,
     p_shift: R,
 ) -> [f64; MAX_EQUATIONS] {
     let p = q[0];
+    let count = out[0].len();
     let mut sums = [0.0f64; MAX_EQUATIONS];
-    for o in start..start + count {
-        let mut vel = [R::zero(); D];
-        let mut speed2 = R::zero();
-        for d in 0..D {
-            vel[d] = at(q[1 + d], o);
-            speed2 = speed2 + vel[d] * vel[d];
-        }
-        let beta2 = local_beta2(speed2, c.beta2_min);
-        let pc = at(p, o);
-        let (mut sum_lh, mut sum_l2, mut diss, mut div) =
-            (R::zero(), R::zero(), R::zero(), R::zero());
-        for d in 0..D {
-            let s = st[d];
-            let lam = spectral_radius(vel[d], beta2);
-            let lh = lam * c.inv_h[d];
-            sum_lh = sum_lh + lh;
-            sum_l2 = sum_l2 + lam * lam;
-            let d4 = fourth_difference(
-                at(p, o - 2 * s),
-                at(p, o - s),
-                pc,
-                at(p, o + s),
-                at(p, o + 2 * s),
-            );
-            diss = diss + lh * d4;
-            div = div + central_difference(at(q[1 + d], o - s), at(q[1 + d], o + s), c.inv_2h[d]);
-        }
-        let dt = local_time_step(c.cfl, sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
-        let mut rp = -beta2 * div - c.c4 * diss;
-        if SRC {
-            rp = rp + at(src[0], o);
-        }
-        // SAFETY: see `Out`; `o` is an interior node of this task's row.
-        unsafe { *out.0[0].add(o) = pc + dt * rp - p_shift };
-        // The norm measures the change of the referenced pressure: a uniform drift (which
-        // the reference shift removes) is not a residual.
-        let rp_ref = rp - p_shift / dt;
-        sums[0] += rp_ref.f64() * rp_ref.f64();
-        for (m, vm) in vel.iter().enumerate() {
-            let um = q[1 + m];
-            let (mut conv, mut lap) = (R::zero(), R::zero());
+    let mut res = [[R::zero(); CHUNK]; 4];
+    for first in (0..count).step_by(CHUNK) {
+        let len = CHUNK.min(count - first);
+        for t in 0..len {
+            let (x, o) = (first + t, start + first + t);
+            let mut vel = [R::zero(); D];
+            let mut speed2 = R::zero();
+            for d in 0..D {
+                vel[d] = at(q[1 + d], o);
+                speed2 = speed2 + vel[d] * vel[d];
+            }
+            let beta2 = local_beta2(speed2, c.beta2_min);
+            let pc = at(p, o);
+            let (mut sum_lh, mut sum_l2, mut diss, mut div) =
+                (R::zero(), R::zero(), R::zero(), R::zero());
             for d in 0..D {
                 let s = st[d];
-                let (lo, hi) = (at(um, o - s), at(um, o + s));
-                conv = conv + vel[d] * central_difference(lo, hi, c.inv_2h[d]);
-                lap = lap + second_difference(lo, *vm, hi, c.inv_h2[d]);
+                let lam = spectral_radius(vel[d], beta2);
+                let lh = lam * c.inv_h[d];
+                sum_lh = sum_lh + lh;
+                sum_l2 = sum_l2 + lam * lam;
+                let d4 = fourth_difference(
+                    at(p, o - 2 * s),
+                    at(p, o - s),
+                    pc,
+                    at(p, o + s),
+                    at(p, o + 2 * s),
+                );
+                diss = diss + lh * d4;
+                div = div
+                    + central_difference(at(q[1 + d], o - s), at(q[1 + d], o + s), c.inv_2h[d]);
             }
-            let s = st[m];
-            let grad_p = central_difference(at(p, o - s), at(p, o + s), c.inv_2h[m]);
-            let mut r = c.nu * lap - conv - grad_p * c.inv_rho;
+            let dt = local_time_step(c.cfl, sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
+            let mut rp = -beta2 * div - c.c4 * diss;
             if SRC {
-                r = r + at(src[1 + m], o);
+                rp = rp + at(src[0], o);
             }
-            sums[1 + m] += r.f64() * r.f64();
-            // SAFETY: as above.
-            unsafe { *out.0[1 + m].add(o) = *vm + dt * r };
+            out[0][x] = pc + dt * rp - p_shift;
+            // The norm measures the change of the referenced pressure: a uniform drift (which
+            // the reference shift removes) is not a residual.
+            res[0][t] = rp - p_shift / dt;
+            for m in 0..D {
+                let um = q[1 + m];
+                let (mut conv, mut lap) = (R::zero(), R::zero());
+                for d in 0..D {
+                    let s = st[d];
+                    let (lo, hi) = (at(um, o - s), at(um, o + s));
+                    conv = conv + vel[d] * central_difference(lo, hi, c.inv_2h[d]);
+                    lap = lap + second_difference(lo, vel[m], hi, c.inv_h2[d]);
+                }
+                let s = st[m];
+                let grad_p = central_difference(at(p, o - s), at(p, o + s), c.inv_2h[m]);
+                let mut r = c.nu * lap - conv - grad_p * c.inv_rho;
+                if SRC {
+                    r = r + at(src[1 + m], o);
+                }
+                res[1 + m][t] = r;
+                out[1 + m][x] = vel[m] + dt * r;
+            }
+        }
+        for (sum, r) in sums.iter_mut().zip(&res).take(1 + D) {
+            *sum += r[..len].iter().map(|r| r.f64() * r.f64()).sum::<f64>();
         }
     }
     sums
@@ -172,7 +198,7 @@ fn pass<R: Real, const D: usize, const SRC: bool>(
             .and_then(|s| s.vars.get(v))
             .map_or(empty, |a| a.as_slice())
     });
-    let mut ptrs = [std::ptr::null_mut(); MAX_EQUATIONS];
+    let mut ptrs = [std::ptr::null_mut(); 4];
     for (ptr, v) in ptrs.iter_mut().zip(next.vars.iter_mut()) {
         *ptr = v.as_mut_ptr();
     }
@@ -188,7 +214,9 @@ fn pass<R: Real, const D: usize, const SRC: bool>(
             let j = 1 + r % rows_j;
             let k = if D == 3 { 1 + r / rows_j } else { 0 };
             let start = l.index(1, j as isize, k as isize);
-            *sums = update_row::<R, D, SRC>(c, l.stride, q, src, &out, start, count, p_shift);
+            // SAFETY: row r is this task's alone.
+        let rows = unsafe { out.row::<D>(start, count) };
+        *sums = update_row::<R, D, SRC>(c, l.stride, q, src, rows, start, p_shift);
         });
     let mut total = Residuals {
         equations: 1 + D,

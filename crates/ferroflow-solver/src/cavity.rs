@@ -62,10 +62,7 @@ pub fn interpolate<R: Real>(problem: &Problem<R>, f: &Fields<R>, var: usize, x: 
 
 /// The two centreline profiles at the grid nodes: u along y through the centre (x = 0.5, and
 /// z = 0.5 in 3D) and v along x through the centre (y = 0.5).
-pub fn centrelines<R: Real>(
-    problem: &Problem<R>,
-    f: &Fields<R>,
-) -> (Line, Line) {
+pub fn centrelines<R: Real>(problem: &Problem<R>, f: &Fields<R>) -> (Line, Line) {
     let l = f.layout;
     let line = |var: usize, axis: usize| {
         (0..l.n[axis])
