@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 
 mod backend;
+mod coefficients;
 mod error;
 mod fields;
 mod layout;
@@ -16,6 +17,7 @@ mod problem;
 mod real;
 
 pub use backend::{Backend, Residuals, MAX_EQUATIONS};
+pub use coefficients::Coefficients;
 pub use error::{BackendError, ProblemError};
 pub use fields::Fields;
 pub use layout::{Layout, GHOST};

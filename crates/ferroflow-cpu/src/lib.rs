@@ -9,12 +9,12 @@ pub mod formulas;
 mod step;
 
 use ferroflow_core::{
-    Backend, BackendError, Fields, Problem, Real, Residuals, SideBc, MAX_EQUATIONS,
+    Backend, BackendError, Coefficients, Fields, Problem, Real, Residuals, SideBc, MAX_EQUATIONS,
 };
 
 /// CPU backend for one block.
 pub struct CpuBackend<R: Real> {
-    coeffs: step::Coeffs<R>,
+    coeffs: Coefficients<R>,
     sides: [SideBc; 6],
     p_ref: usize,
     source: Option<Fields<R>>,
@@ -36,7 +36,7 @@ impl<R: Real> CpuBackend<R> {
                 message: e.to_string(),
             })?;
         let mut backend = CpuBackend {
-            coeffs: step::Coeffs::new(problem),
+            coeffs: Coefficients::new(problem),
             sides: problem.sides,
             p_ref: problem.pressure_ref_offset(),
             source: problem.source.clone(),

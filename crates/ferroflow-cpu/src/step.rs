@@ -2,45 +2,8 @@
 //! spectral radii, the fourth-difference dissipation, the local time step, the residuals, the
 //! updated state and the residual partial sums, with no temporary arrays.
 use crate::formulas::*;
-use ferroflow_core::{Fields, Layout, Problem, Real, Residuals, MAX_EQUATIONS};
+use ferroflow_core::{Coefficients as Coeffs, Fields, Layout, Real, Residuals, MAX_EQUATIONS};
 use rayon::prelude::*;
-
-/// Per-run constants of the update, converted to the run's precision once.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Coeffs<R> {
-    inv_h: [R; 3],
-    inv_2h: [R; 3],
-    inv_h2: [R; 3],
-    nu: R,
-    inv_rho: R,
-    cfl: R,
-    c4: R,
-    beta2_min: R,
-    viscous_rate: R,
-    inv_4nu: R,
-}
-
-impl<R: Real> Coeffs<R> {
-    pub(crate) fn new(problem: &Problem<R>) -> Coeffs<R> {
-        let (ph, num) = (problem.physics, problem.numerics);
-        let h = problem.spacing;
-        let dim = problem.layout.dim;
-        let viscous_rate: f64 =
-            2.0 * ph.viscosity * h[..dim].iter().map(|h| 1.0 / (h * h)).sum::<f64>();
-        Coeffs {
-            inv_h: h.map(|h| R::of(1.0 / h)),
-            inv_2h: h.map(|h| R::of(0.5 / h)),
-            inv_h2: h.map(|h| R::of(1.0 / (h * h))),
-            nu: R::of(ph.viscosity),
-            inv_rho: R::of(1.0 / ph.density),
-            cfl: R::of(num.cfl),
-            c4: R::of(num.c4),
-            beta2_min: R::of(num.kappa * num.u_ref * num.u_ref),
-            viscous_rate: R::of(viscous_rate),
-            inv_4nu: R::of(0.25 / ph.viscosity),
-        }
-    }
-}
 
 /// Raw pointers to the output arrays. Rows are written by one task each, so writes never
 /// overlap; the pointers outlive the pass (they borrow `next` mutably for its duration).
@@ -49,19 +12,29 @@ unsafe impl<R> Send for Out<R> {}
 unsafe impl<R> Sync for Out<R> {}
 
 impl<R> Out<R> {
-    /// The output slices of one row of `count` nodes starting at offset `start`.
-    ///
-    /// # Safety
-    /// No other live slice may cover these nodes (each row belongs to one task).
-    unsafe fn row<const D: usize>(&self, start: usize, count: usize) -> [&mut [R]; 4] {
-        std::array::from_fn(|v| {
-            if v <= D {
-                std::slice::from_raw_parts_mut(self.0[v].add(start), count)
-            } else {
-                &mut []
-            }
-        })
+    /// The pointers (a method, so closures capture the `Sync` wrapper, not its field).
+    fn ptrs(&self) -> [*mut R; 4] {
+        self.0
     }
+}
+
+/// The output slices of one row of `count` nodes starting at offset `start`.
+///
+/// # Safety
+/// No other live slice may cover these nodes (each row belongs to one task), and `'a` must
+/// not outlive the arrays behind `ptrs`.
+unsafe fn row_slices<'a, R, const D: usize>(
+    ptrs: [*mut R; 4],
+    start: usize,
+    count: usize,
+) -> [&'a mut [R]; 4] {
+    std::array::from_fn(|v| {
+        if v <= D {
+            std::slice::from_raw_parts_mut(ptrs[v].add(start), count)
+        } else {
+            &mut []
+        }
+    })
 }
 
 #[inline(always)]
@@ -119,8 +92,8 @@ fn update_row<R: Real, const D: usize, const SRC: bool>(
                     at(p, o + 2 * s),
                 );
                 diss = diss + lh * d4;
-                div = div
-                    + central_difference(at(q[1 + d], o - s), at(q[1 + d], o + s), c.inv_2h[d]);
+                div =
+                    div + central_difference(at(q[1 + d], o - s), at(q[1 + d], o + s), c.inv_2h[d]);
             }
             let dt = local_time_step(c.cfl, sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
             let mut rp = -beta2 * div - c.c4 * diss;
@@ -215,8 +188,8 @@ fn pass<R: Real, const D: usize, const SRC: bool>(
             let k = if D == 3 { 1 + r / rows_j } else { 0 };
             let start = l.index(1, j as isize, k as isize);
             // SAFETY: row r is this task's alone.
-        let rows = unsafe { out.row::<D>(start, count) };
-        *sums = update_row::<R, D, SRC>(c, l.stride, q, src, rows, start, p_shift);
+            let rows = unsafe { row_slices::<R, D>(out.ptrs(), start, count) };
+            *sums = update_row::<R, D, SRC>(c, l.stride, q, src, rows, start, p_shift);
         });
     let mut total = Residuals {
         equations: 1 + D,

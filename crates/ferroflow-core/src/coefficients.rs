@@ -1,0 +1,52 @@
+use crate::{Problem, Real};
+
+/// Per-run constants of the artificial-compressibility update in the run's precision,
+/// computed once in f64 and rounded once, so that every backend starts from identical values.
+/// `#[repr(C)]`: the CUDA kernels receive it by value as their `Coeffs` struct.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Coefficients<R> {
+    /// 1 / h per axis.
+    pub inv_h: [R; 3],
+    /// 1 / 2h per axis.
+    pub inv_2h: [R; 3],
+    /// 1 / h² per axis.
+    pub inv_h2: [R; 3],
+    /// Kinematic viscosity ν.
+    pub nu: R,
+    /// 1 / ρ.
+    pub inv_rho: R,
+    /// Courant number.
+    pub cfl: R,
+    /// Fourth-difference dissipation coefficient.
+    pub c4: R,
+    /// Floor of the artificial compressibility, κ U_ref².
+    pub beta2_min: R,
+    /// Viscous rate of the time step, 2ν Σ 1/h².
+    pub viscous_rate: R,
+    /// 1 / 4ν, of the cell-Péclet limit of the time step.
+    pub inv_4nu: R,
+}
+
+impl<R: Real> Coefficients<R> {
+    /// The constants of `problem`.
+    pub fn new(problem: &Problem<R>) -> Coefficients<R> {
+        let (ph, num) = (problem.physics, problem.numerics);
+        let h = problem.spacing;
+        let dim = problem.layout.dim;
+        let viscous_rate: f64 =
+            2.0 * ph.viscosity * h[..dim].iter().map(|h| 1.0 / (h * h)).sum::<f64>();
+        Coefficients {
+            inv_h: h.map(|h| R::of(1.0 / h)),
+            inv_2h: h.map(|h| R::of(0.5 / h)),
+            inv_h2: h.map(|h| R::of(1.0 / (h * h))),
+            nu: R::of(ph.viscosity),
+            inv_rho: R::of(1.0 / ph.density),
+            cfl: R::of(num.cfl),
+            c4: R::of(num.c4),
+            beta2_min: R::of(num.kappa * num.u_ref * num.u_ref),
+            viscous_rate: R::of(viscous_rate),
+            inv_4nu: R::of(0.25 / ph.viscosity),
+        }
+    }
+}

@@ -1,0 +1,47 @@
+// Pointwise formulas of the artificial-compressibility scheme: the __device__ twins of
+// crates/ferroflow-cpu/src/formulas.rs, with the same names, arguments and operation order,
+// so that (compiled with --fmad=false) they round exactly as the CPU does.
+#ifndef FERROFLOW_AC_FORMULAS_CUH
+#define FERROFLOW_AC_FORMULAS_CUH
+
+#include "prelude.cuh"
+
+// Local artificial compressibility beta^2 = max(|u|^2, kappa U_ref^2).
+__device__ __forceinline__ real_t local_beta2(real_t speed2, real_t beta2_min) {
+    return fmax(speed2, beta2_min);
+}
+
+// Spectral radius of the inviscid flux Jacobian along one axis: |u| + sqrt(u^2 + beta^2).
+__device__ __forceinline__ real_t spectral_radius(real_t u, real_t beta2) {
+    return fabs(u) + sqrt(u * u + beta2);
+}
+
+// Fourth difference p[-2] - 4 p[-1] + 6 p[0] - 4 p[1] + p[2].
+__device__ __forceinline__ real_t fourth_difference(real_t m2, real_t m1, real_t c, real_t p1,
+                                                    real_t p2) {
+    return (m2 + p2) - (real_t)4 * (m1 + p1) + (real_t)6 * c;
+}
+
+// Central first derivative (p1 - m1) / 2h, with inv_2h = 1 / 2h.
+__device__ __forceinline__ real_t central_difference(real_t m1, real_t p1, real_t inv_2h) {
+    return (p1 - m1) * inv_2h;
+}
+
+// Central second derivative (m1 - 2c + p1) / h^2, with inv_h2 = 1 / h^2.
+__device__ __forceinline__ real_t second_difference(real_t m1, real_t c, real_t p1,
+                                                    real_t inv_h2) {
+    return (m1 + p1 - (c + c)) * inv_h2;
+}
+
+// Local pseudo-time step cfl / (sum lambda_d / h_d + viscous rate + Peclet rate).
+__device__ __forceinline__ real_t local_time_step(real_t cfl, real_t sum_lambda_over_h,
+                                                  real_t viscous_rate, real_t peclet_rate) {
+    return cfl / (sum_lambda_over_h + viscous_rate + peclet_rate);
+}
+
+// Quadratic extrapolation to the node beyond a from three nodes a, b, c going inward.
+__device__ __forceinline__ real_t extrapolate_quadratic(real_t a, real_t b, real_t c) {
+    return (real_t)3 * (a - b) + c;
+}
+
+#endif

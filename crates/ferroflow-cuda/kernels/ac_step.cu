@@ -1,0 +1,126 @@
+// The fused interior pass: the twin of `update_row` in crates/ferroflow-cpu/src/step.rs (same
+// formulas, same operation order). One pass over memory per pseudo-time iteration reads the
+// current state and writes the interior nodes of the next one; wall nodes and ghosts are left
+// to boundary.cu. A thread updates node (i, j) in 2D, or K_PER_THREAD consecutive nodes along
+// k in 3D. When `norms` is set, each block writes its residual sums to `partials`
+// (partials[e * blocks + block]) for reduce.cu to add up in a fixed order.
+#include "ac_formulas.cuh"
+
+#define BLOCK_THREADS (BLOCK_X * BLOCK_Y * BLOCK_Z)
+#define EQUATIONS (1 + DIM)
+
+static_assert(DIM == 2 || DIM == 3, "DIM is 2 or 3");
+static_assert(DIM == 3 || (BLOCK_Z == 1 && K_PER_THREAD == 1), "2D launch shapes are flat");
+
+// Per-run constants in the run's precision: ferroflow-core's Coefficients, field for field
+// (tests/mirror.rs checks the order).
+struct Coeffs {
+    real_t inv_h[3];
+    real_t inv_2h[3];
+    real_t inv_h2[3];
+    real_t nu;
+    real_t inv_rho;
+    real_t cfl;
+    real_t c4;
+    real_t beta2_min;
+    real_t viscous_rate;
+    real_t inv_4nu;
+};
+
+// Updates the node at offset `o` into `next` and, if `norms`, adds its squared residuals.
+template <bool SRC>
+__device__ __forceinline__ void update_node(const Coeffs& c, const Grid& g, const Vars& cur,
+                                            const Vars& next, const Vars& src, idx_t o,
+                                            real_t p_shift, int norms, double sums[EQUATIONS]) {
+    const real_t* p = cur.v[0];
+    real_t vel[DIM];
+    real_t speed2 = 0;
+    for (int d = 0; d < DIM; ++d) {
+        vel[d] = load(cur.v[1 + d], o);
+        speed2 = speed2 + vel[d] * vel[d];
+    }
+    const real_t beta2 = local_beta2(speed2, c.beta2_min);
+    const real_t pc = load(p, o);
+    real_t sum_lh = 0, sum_l2 = 0, diss = 0, div = 0;
+    for (int d = 0; d < DIM; ++d) {
+        const idx_t s = g.stride[d];
+        const real_t lam = spectral_radius(vel[d], beta2);
+        const real_t lh = lam * c.inv_h[d];
+        sum_lh = sum_lh + lh;
+        sum_l2 = sum_l2 + lam * lam;
+        const real_t d4 = fourth_difference(load(p, o - 2 * s), load(p, o - s), pc,
+                                            load(p, o + s), load(p, o + 2 * s));
+        diss = diss + lh * d4;
+        div = div + central_difference(load(cur.v[1 + d], o - s), load(cur.v[1 + d], o + s),
+                                       c.inv_2h[d]);
+    }
+    const real_t dt = local_time_step(c.cfl, sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
+    real_t rp = -beta2 * div - c.c4 * diss;
+    if (SRC) rp = rp + load(src.v[0], o);
+    next.v[0][o] = pc + dt * rp - p_shift;
+    if (norms) {
+        // The norm measures the change of the referenced pressure: a uniform drift (which the
+        // reference shift removes) is not a residual.
+        const real_t rp_ref = rp - p_shift / dt;
+        sums[0] += (double)rp_ref * (double)rp_ref;
+    }
+    for (int m = 0; m < DIM; ++m) {
+        const real_t* um = cur.v[1 + m];
+        real_t conv = 0, lap = 0;
+        for (int d = 0; d < DIM; ++d) {
+            const idx_t s = g.stride[d];
+            const real_t lo = load(um, o - s), hi = load(um, o + s);
+            conv = conv + vel[d] * central_difference(lo, hi, c.inv_2h[d]);
+            lap = lap + second_difference(lo, vel[m], hi, c.inv_h2[d]);
+        }
+        const idx_t s = g.stride[m];
+        const real_t grad_p = central_difference(load(p, o - s), load(p, o + s), c.inv_2h[m]);
+        real_t r = c.nu * lap - conv - grad_p * c.inv_rho;
+        if (SRC) r = r + load(src.v[1 + m], o);
+        if (norms) sums[1 + m] += (double)r * (double)r;
+        next.v[1 + m][o] = vel[m] + dt * r;
+    }
+}
+
+template <bool SRC>
+__device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const Vars& cur,
+                                           const Vars& next, const Vars& src, double* partials,
+                                           int norms) {
+    __shared__ double scratch[BLOCK_THREADS];
+    const int t = threadIdx.x + BLOCK_X * (threadIdx.y + BLOCK_Y * threadIdx.z);
+    const idx_t i = 1 + (idx_t)blockIdx.x * BLOCK_X + threadIdx.x;
+    const idx_t j = 1 + (idx_t)blockIdx.y * BLOCK_Y + threadIdx.y;
+    const idx_t k0 = DIM == 3 ? 1 + ((idx_t)blockIdx.z * BLOCK_Z + threadIdx.z) * K_PER_THREAD : 0;
+    // The reference pressure of the current state, read here so that the host never waits.
+    const real_t p_shift = load(cur.v[0], g.p_ref);
+    double sums[EQUATIONS];
+    for (int e = 0; e < EQUATIONS; ++e) sums[e] = 0;
+    if (i < g.n[0] - 1 && j < g.n[1] - 1) {
+        for (int m = 0; m < K_PER_THREAD; ++m) {
+            const idx_t k = k0 + m;
+            if (DIM == 3 && k >= g.n[2] - 1) break;
+            update_node<SRC>(c, g, cur, next, src, node_offset(g, i, j, k), p_shift, norms, sums);
+        }
+    }
+    if (norms) {
+        const idx_t blocks = (idx_t)gridDim.x * gridDim.y * gridDim.z;
+        const idx_t b = blockIdx.x + (idx_t)gridDim.x * (blockIdx.y + (idx_t)gridDim.y * blockIdx.z);
+        for (int e = 0; e < EQUATIONS; ++e) {
+            const double total = block_sum(sums[e], scratch, t, BLOCK_THREADS);
+            if (t == 0) partials[e * blocks + b] = total;
+        }
+    }
+}
+
+// Both entry points take the same arguments; `src` is unused without a source term.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+    ac_step(const Coeffs c, const Grid g, const Vars cur, const Vars next, const Vars src,
+            double* partials, const int norms) {
+    step_block<false>(c, g, cur, next, src, partials, norms);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+    ac_step_src(const Coeffs c, const Grid g, const Vars cur, const Vars next, const Vars src,
+                double* partials, const int norms) {
+    step_block<true>(c, g, cur, next, src, partials, norms);
+}

@@ -1,0 +1,33 @@
+// Physical boundaries after each pass: the twin of crates/ferroflow-cpu/src/boundary.rs. The
+// host launches fill_walls once per axis, in x, y, z order, with the face ranges of the CPU's
+// `for_each_face_node` (axes filled earlier span their ghosts), so that edges and corners match
+// the CPU bitwise. One launch fills both sides of its axis: with n >= 5 nodes they read and
+// write disjoint nodes.
+#include "ac_formulas.cuh"
+
+// Thread f of block row `side` (0 = low, 1 = high) handles face node (lo1 + f % count1,
+// lo2 + f / count1) along the tangential axes (axis + 1) % 3 and (axis + 2) % 3: pressure at
+// the wall node and its GHOST ghosts, each extrapolated from the three nodes inside it (wall
+// velocities are fixed data). Bit s of `walls` says whether side s is a wall.
+extern "C" __global__ void fill_walls(real_t* p, const Grid g, const int axis, const int walls,
+                                      const idx_t lo1, const idx_t count1, const idx_t lo2,
+                                      const idx_t count2) {
+    const int side = blockIdx.y;
+    const idx_t f = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (!((walls >> side) & 1) || f >= count1 * count2) return;
+    // Selects rather than arrays indexed by `axis`, which would live in local memory.
+    const idx_t n = axis == 0 ? g.n[0] : axis == 1 ? g.n[1] : g.n[2];
+    const idx_t stride = axis == 0 ? g.stride[0] : axis == 1 ? g.stride[1] : g.stride[2];
+    const idx_t wall = side ? n - 1 : 0;
+    const idx_t x1 = lo1 + f % count1, x2 = lo2 + f / count1;
+    const idx_t i = axis == 0 ? wall : axis == 1 ? x2 : x1;
+    const idx_t j = axis == 1 ? wall : axis == 2 ? x2 : x1;
+    const idx_t k = axis == 2 ? wall : axis == 0 ? x2 : x1;
+    const idx_t o = node_offset(g, i, j, k);
+    const idx_t inward = side ? -stride : stride;
+    // Outward, layer by layer: each layer reads the one just written.
+    for (int layer = 0; layer <= GHOST; ++layer) {
+        const idx_t w = o - layer * inward;
+        p[w] = extrapolate_quadratic(p[w + inward], p[w + 2 * inward], p[w + 3 * inward]);
+    }
+}

@@ -1,0 +1,410 @@
+//! Kernel sources (`kernels/*.cu`, embedded) and their compilation to PTX with NVRTC, with the
+//! real type, the dimension and the launch shape as `-D` macros.
+use crate::launch::LaunchShape;
+use crate::tune;
+use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions};
+use ferroflow_core::{BackendError, Real, GHOST};
+use serde::{Deserialize, Serialize};
+use std::any::TypeId;
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Threads per block of `reduce_sums` (kernels/reduce.cu).
+pub(crate) const REDUCE_THREADS: u32 = 256;
+
+/// Headers the `.cu` files include, resolved here because NVRTC sees no files.
+const HEADERS: [(&str, &str); 2] = [
+    ("prelude.cuh", include_str!("../kernels/prelude.cuh")),
+    (
+        "ac_formulas.cuh",
+        include_str!("../kernels/ac_formulas.cuh"),
+    ),
+];
+
+/// Floating-point type of a build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Precision {
+    /// `float`.
+    F32,
+    /// `double`.
+    F64,
+}
+
+impl Precision {
+    /// Both precisions.
+    pub const ALL: [Precision; 2] = [Precision::F32, Precision::F64];
+
+    /// The precision of `R`, if the kernels have one for it.
+    pub fn of<R: Real>() -> Option<Precision> {
+        let t = TypeId::of::<R>();
+        if t == TypeId::of::<f64>() {
+            Some(Precision::F64)
+        } else if t == TypeId::of::<f32>() {
+            Some(Precision::F32)
+        } else {
+            None
+        }
+    }
+
+    /// The C type (`-DREAL=...`).
+    pub fn c_type(self) -> &'static str {
+        match self {
+            Precision::F32 => "float",
+            Precision::F64 => "double",
+        }
+    }
+
+    /// Size in bytes.
+    pub fn bytes(self) -> usize {
+        match self {
+            Precision::F32 => 4,
+            Precision::F64 => 8,
+        }
+    }
+}
+
+/// One NVRTC program: a file of `kernels/` (the file stem names it) with its specialisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Program {
+    /// `ac_step.cu`: the fused interior pass (`ac_step`, `ac_step_src`) for one dimension and
+    /// launch shape.
+    AcStep {
+        /// 2 or 3.
+        dim: usize,
+        /// Launch shape.
+        shape: LaunchShape,
+    },
+    /// `boundary.cu`: wall pressure extrapolation (`fill_walls`).
+    Boundary,
+    /// `reduce.cu`: fixed-order sum of the residual partial sums (`reduce_sums`).
+    Reduce,
+    /// `copy.cu`: grid-stride copy, the bandwidth reference (`copy_real`).
+    Copy,
+}
+
+impl Program {
+    /// File stem in `kernels/`.
+    pub fn stem(self) -> &'static str {
+        match self {
+            Program::AcStep { .. } => "ac_step",
+            Program::Boundary => "boundary",
+            Program::Reduce => "reduce",
+            Program::Copy => "copy",
+        }
+    }
+
+    fn text(self) -> &'static str {
+        match self {
+            Program::AcStep { .. } => include_str!("../kernels/ac_step.cu"),
+            Program::Boundary => include_str!("../kernels/boundary.cu"),
+            Program::Reduce => include_str!("../kernels/reduce.cu"),
+            Program::Copy => include_str!("../kernels/copy.cu"),
+        }
+    }
+
+    /// The source NVRTC compiles: the file with its `#include "..."` lines replaced by the
+    /// embedded headers (each header has an include guard).
+    pub fn source(self) -> String {
+        let mut out = String::new();
+        expand(self.text(), &mut out);
+        out
+    }
+}
+
+fn expand(text: &str, out: &mut String) {
+    for line in text.lines() {
+        let include = line
+            .strip_prefix("#include \"")
+            .and_then(|rest| rest.strip_suffix('"'));
+        match include {
+            Some(name) => {
+                let (_, header) = HEADERS
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .unwrap_or_else(|| panic!("kernels include an unknown header {name}"));
+                expand(header, out);
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+}
+
+/// One compilation: program, precision and whether to fuse multiply-adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Build {
+    /// The program and its specialisation.
+    pub program: Program,
+    /// Real type.
+    pub precision: Precision,
+    /// `--fmad`: fused multiply-adds round differently from the CPU's separate operations.
+    pub fmad: bool,
+}
+
+impl Build {
+    /// NVRTC options for the architecture `arch` (e.g. `sm_90`).
+    pub fn options(&self, arch: &str) -> Vec<String> {
+        let mut options = vec![
+            format!("--gpu-architecture={arch}"),
+            format!("--fmad={}", self.fmad),
+            // The CPU backend flushes subnormals to zero; the GPU can in f32 only (f64 keeps
+            // them, which changes nothing above 1e-300).
+            format!("--ftz={}", self.precision == Precision::F32),
+            format!("-DREAL={}", self.precision.c_type()),
+            format!("-DGHOST={GHOST}"),
+        ];
+        match self.program {
+            Program::AcStep { dim, shape } => {
+                let [x, y, z] = shape.block;
+                options.extend([
+                    format!("-DDIM={dim}"),
+                    format!("-DBLOCK_X={x}"),
+                    format!("-DBLOCK_Y={y}"),
+                    format!("-DBLOCK_Z={z}"),
+                    format!("-DK_PER_THREAD={}", shape.k_per_thread),
+                ]);
+            }
+            Program::Reduce => options.push(format!("-DREDUCE_THREADS={REDUCE_THREADS}")),
+            Program::Boundary | Program::Copy => {}
+        }
+        options
+    }
+}
+
+impl fmt::Display for Build {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}.cu ({:?}", self.program.stem(), self.precision)?;
+        if let Program::AcStep { dim, shape } = self.program {
+            write!(f, ", {dim}D, {shape}")?;
+        }
+        write!(f, ", fmad={})", self.fmad)
+    }
+}
+
+/// Every distinct build the backend can ask for: `ac_step` for each precision, dimension and
+/// candidate launch shape, the other programs for each precision. CI compiles them all.
+pub fn every_build(fmad: bool) -> Vec<Build> {
+    let mut programs = Vec::new();
+    for dim in [2, 3] {
+        for shape in tune::candidates(dim) {
+            programs.push(Program::AcStep { dim, shape });
+        }
+    }
+    programs.extend([Program::Boundary, Program::Reduce, Program::Copy]);
+    let mut builds = Vec::new();
+    for precision in Precision::ALL {
+        for &program in &programs {
+            builds.push(Build {
+                program,
+                precision,
+                fmad,
+            });
+        }
+    }
+    builds
+}
+
+/// Whether the NVRTC library can be loaded (cudarc panics on use otherwise).
+pub fn nvrtc_available() -> bool {
+    // SAFETY: only tries to open the library by its names; nothing is called in it.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// Why the NVRTC library cannot be used, for error messages.
+pub(crate) const NO_NVRTC: &str = "no NVRTC: libnvrtc.so.13 is not on the loader path (install \
+     the CUDA 13.0 toolkit, or pip install nvidia-cuda-nvrtc==13.0.88 and add its \
+     nvidia/cu13/lib to LD_LIBRARY_PATH)";
+
+/// NVRTC's version, `major.minor`.
+pub fn nvrtc_version() -> Result<String, BackendError> {
+    if !nvrtc_available() {
+        return Err(BackendError::Unavailable {
+            backend: "cuda",
+            reason: NO_NVRTC.into(),
+        });
+    }
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: the library loads (checked above); the call writes two ints.
+    unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(|e| BackendError::Failed {
+            backend: "cuda",
+            message: format!("reading the NVRTC version: {e}"),
+        })?;
+    Ok(format!("{major}.{minor}"))
+}
+
+/// Compiles `build` to PTX for `arch` (e.g. `sm_90`) with NVRTC only (no driver, no GPU).
+/// A compile failure carries the NVRTC log.
+pub fn compile_ptx(build: &Build, arch: &str) -> Result<String, BackendError> {
+    if !nvrtc_available() {
+        return Err(BackendError::Unavailable {
+            backend: "cuda",
+            reason: NO_NVRTC.into(),
+        });
+    }
+    let options = build.options(arch);
+    let opts = CompileOptions {
+        options: options.clone(),
+        name: Some(format!("{}.cu", build.program.stem())),
+        ..Default::default()
+    };
+    let failed = |message: String| BackendError::Failed {
+        backend: "cuda",
+        message,
+    };
+    match compile_ptx_with_opts(build.program.source(), opts) {
+        Ok(ptx) => Ok(ptx.to_src()),
+        Err(CompileError::CompileError { nvrtc, log, .. }) => Err(failed(format!(
+            "NVRTC could not compile {build} with {}: {nvrtc:?}\n{}",
+            options.join(" "),
+            log.to_string_lossy()
+        ))),
+        Err(e) => Err(failed(format!("NVRTC failed on {build}: {e:?}"))),
+    }
+}
+
+/// Compiles several builds on all cores (NVRTC is thread-safe across programs); results in
+/// the order of `builds`.
+pub fn compile_many(builds: &[Build], arch: &str) -> Vec<Result<String, BackendError>> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, builds.len().max(1));
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<String, BackendError>>> = Vec::new();
+    results.resize_with(builds.len(), || None);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(build) = builds.get(i) else {
+                            return done;
+                        };
+                        done.push((i, compile_ptx(build, arch)));
+                    }
+                })
+            })
+            .collect();
+        for handle in handles {
+            for (i, result) in handle.join().expect("an NVRTC worker thread panicked") {
+                results[i] = Some(result);
+            }
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.expect("every build is taken by a worker"))
+        .collect()
+}
+
+/// Digest of what a tuned `ac_step` build depends on besides its shape (the expanded source
+/// and the options fixed for a run), for the tuning cache key. FNV-1a: stable across Rust
+/// versions, unlike `DefaultHasher`.
+pub(crate) fn source_digest(precision: Precision, dim: usize, fmad: bool) -> u64 {
+    let build = Build {
+        program: Program::AcStep {
+            dim,
+            shape: tune::DEFAULT_SHAPE,
+        },
+        precision,
+        fmad,
+    };
+    let text = build.program.source() + &build.options("").join(" ");
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h: u64, b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn includes_are_resolved_once_per_header() {
+        let src = Program::AcStep {
+            dim: 3,
+            shape: tune::DEFAULT_SHAPE,
+        }
+        .source();
+        assert!(!src.contains("#include"));
+        assert_eq!(src.matches("typedef REAL real_t;").count(), 1);
+        assert!(src.contains("fourth_difference"));
+    }
+
+    #[test]
+    fn every_kernel_file_has_a_program_and_every_program_a_file() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        if !dir.is_dir() {
+            println!(
+                "skipped: {} is not here (test executable moved)",
+                dir.display()
+            );
+            return;
+        }
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        files.sort();
+        let mut named: Vec<String> = HEADERS.iter().map(|(n, _)| n.to_string()).collect();
+        for build in every_build(false) {
+            let file = format!("{}.cu", build.program.stem());
+            if !named.contains(&file) {
+                named.push(file);
+            }
+        }
+        named.sort();
+        assert_eq!(files, named);
+    }
+
+    #[test]
+    fn step_options_carry_the_shape_and_others_do_not() {
+        let shape = LaunchShape::new([16, 4, 4], 2);
+        let step = Build {
+            program: Program::AcStep { dim: 3, shape },
+            precision: Precision::F64,
+            fmad: false,
+        };
+        let opts = step.options("sm_90");
+        for o in [
+            "--gpu-architecture=sm_90",
+            "--fmad=false",
+            "-DREAL=double",
+            "-DDIM=3",
+            "-DBLOCK_X=16",
+            "-DBLOCK_Y=4",
+            "-DBLOCK_Z=4",
+            "-DK_PER_THREAD=2",
+        ] {
+            assert!(opts.contains(&o.to_string()), "{o} missing from {opts:?}");
+        }
+        let boundary = Build {
+            program: Program::Boundary,
+            ..step
+        };
+        assert!(!boundary
+            .options("sm_90")
+            .iter()
+            .any(|o| o.contains("BLOCK")));
+    }
+
+    #[test]
+    fn digest_follows_options_and_precision() {
+        let d = source_digest(Precision::F64, 2, false);
+        assert_eq!(d, source_digest(Precision::F64, 2, false));
+        assert_ne!(d, source_digest(Precision::F32, 2, false));
+        assert_ne!(d, source_digest(Precision::F64, 2, true));
+        assert_ne!(d, source_digest(Precision::F64, 3, false));
+    }
+
+    #[test]
+    fn precision_follows_the_type() {
+        assert_eq!(Precision::of::<f64>(), Some(Precision::F64));
+        assert_eq!(Precision::of::<f32>(), Some(Precision::F32));
+    }
+}

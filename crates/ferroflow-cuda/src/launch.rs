@@ -1,0 +1,419 @@
+//! The host side of each kernel: launch shapes, `#[repr(C)]` mirrors of the argument structs
+//! of kernels/prelude.cuh and kernels/ac_step.cu, and one type per kernel that knows its
+//! launch configuration and argument list.
+use crate::device::Check;
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use ferroflow_core::{BackendError, Coefficients, Layout, Problem, Real, SideBc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Threads per block of `fill_walls` (any size works; it only sets the grid).
+const BOUNDARY_THREADS: u32 = 128;
+
+/// Thread-block shape of `ac_step`, and how many consecutive nodes along k one thread updates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LaunchShape {
+    /// Threads per block along x, y, z (z is 1 in 2D).
+    pub block: [u32; 3],
+    /// Consecutive nodes along k per thread (1 in 2D).
+    pub k_per_thread: u32,
+}
+
+impl LaunchShape {
+    /// A shape of `block` threads, each updating `k_per_thread` nodes along k.
+    pub const fn new(block: [u32; 3], k_per_thread: u32) -> LaunchShape {
+        LaunchShape {
+            block,
+            k_per_thread,
+        }
+    }
+
+    /// Threads per block.
+    pub fn threads(&self) -> u32 {
+        self.block.iter().product()
+    }
+
+    /// Blocks per axis covering the interior nodes of `layout`.
+    pub(crate) fn grid(&self, layout: &Layout) -> Result<(u32, u32, u32), BackendError> {
+        let per_block = [
+            self.block[0],
+            self.block[1],
+            self.block[2] * self.k_per_thread,
+        ];
+        let blocks = [0, 1, 2].map(|d| {
+            let interior = if d < layout.dim { layout.n[d] - 2 } else { 1 };
+            interior.div_ceil(per_block[d] as usize)
+        });
+        // CUDA's limits on grid dimensions.
+        if blocks[0] > i32::MAX as usize || blocks[1] > 65535 || blocks[2] > 65535 {
+            return Err(BackendError::NotSuitable {
+                backend: "cuda",
+                what: format!(
+                    "a {:?}-node grid with launch shape {self} ({blocks:?} blocks)",
+                    layout.n
+                ),
+            });
+        }
+        Ok((blocks[0] as u32, blocks[1] as u32, blocks[2] as u32))
+    }
+}
+
+impl fmt::Display for LaunchShape {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let [x, y, z] = self.block;
+        write!(f, "{x}x{y}x{z}")?;
+        if self.k_per_thread > 1 {
+            write!(f, " k{}", self.k_per_thread)?;
+        }
+        Ok(())
+    }
+}
+
+/// Per-run constants of the update (`Coeffs` in ac_step.cu): the core's `Coefficients`, in a
+/// wrapper that cudarc may pass by value.
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Coeffs<R>(pub Coefficients<R>);
+
+impl<R: Real> Coeffs<R> {
+    pub fn new(problem: &Problem<R>) -> Coeffs<R> {
+        Coeffs(Coefficients::new(problem))
+    }
+}
+
+// SAFETY: a `#[repr(C)]` struct of `R`, and backends exist only for R = f32 or f64
+// (`Precision::of`).
+unsafe impl<R: Real> DeviceRepr for Coeffs<R> {}
+
+/// A block's layout as the kernels see it (`Grid` in prelude.cuh).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Grid {
+    n: [i64; 3],
+    stride: [i64; 3],
+    origin: i64,
+    p_ref: i64,
+}
+
+impl Grid {
+    pub fn new<R: Real>(problem: &Problem<R>) -> Grid {
+        let l = problem.layout;
+        Grid {
+            n: l.n.map(|x| x as i64),
+            stride: l.stride.map(|x| x as i64),
+            origin: l.index(0, 0, 0) as i64,
+            p_ref: problem.pressure_ref_offset() as i64,
+        }
+    }
+}
+
+// SAFETY: a C struct of integers.
+unsafe impl DeviceRepr for Grid {}
+
+/// Most variables of a state (p, u, v, w).
+pub(crate) const MAX_VARS: usize = 4;
+
+/// Device pointers to the variables of one state (`Vars` in prelude.cuh); unused ones are 0.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Vars {
+    pub v: [CUdeviceptr; MAX_VARS],
+}
+
+// SAFETY: a C struct of device pointers.
+unsafe impl DeviceRepr for Vars {}
+
+/// The arguments of `ac_step` that stay the same for a whole run.
+pub(crate) struct StepArgs<R> {
+    pub coeffs: Coeffs<R>,
+    pub grid: Grid,
+    pub src: Vars,
+    /// Per-block residual sums, `equations × blocks` f64 (0 while tuning: norms are off).
+    pub partials: CUdeviceptr,
+}
+
+/// `ac_step` or `ac_step_src` compiled for one launch shape, with its grid for one layout.
+pub(crate) struct StepKernel {
+    function: CudaFunction,
+    pub shape: LaunchShape,
+    config: LaunchConfig,
+}
+
+impl StepKernel {
+    /// The entry point for a problem with or without a source term.
+    pub fn entry(source: bool) -> &'static str {
+        if source {
+            "ac_step_src"
+        } else {
+            "ac_step"
+        }
+    }
+
+    pub fn new(
+        function: CudaFunction,
+        shape: LaunchShape,
+        layout: &Layout,
+    ) -> Result<StepKernel, BackendError> {
+        let b = shape.block;
+        Ok(StepKernel {
+            function,
+            shape,
+            config: LaunchConfig {
+                grid_dim: shape.grid(layout)?,
+                block_dim: (b[0], b[1], b[2]),
+                shared_mem_bytes: 0,
+            },
+        })
+    }
+
+    /// Thread blocks per launch (= partial sums per equation).
+    pub fn blocks(&self) -> usize {
+        let (x, y, z) = self.config.grid_dim;
+        x as usize * y as usize * z as usize
+    }
+
+    /// One fused pass from `cur` into `next`; with `norms`, per-block residual sums too.
+    pub fn launch<R: Real>(
+        &self,
+        stream: &CudaStream,
+        args: &StepArgs<R>,
+        cur: &Vars,
+        next: &Vars,
+        norms: bool,
+    ) -> Result<(), BackendError> {
+        let norms = norms as i32;
+        let mut launch = stream.launch_builder(&self.function);
+        launch
+            .arg(&args.coeffs)
+            .arg(&args.grid)
+            .arg(cur)
+            .arg(next)
+            .arg(&args.src)
+            .arg(&args.partials)
+            .arg(&norms);
+        // SAFETY: the arguments match ac_step's parameters in order and type; the grid covers
+        // the interior nodes only, whose stencils stay inside the arrays (two ghost layers);
+        // `partials` holds equations × blocks values when norms are on.
+        unsafe { launch.launch(self.config) }.check("launching ac_step")?;
+        Ok(())
+    }
+}
+
+/// One `fill_walls` launch: the wall sides of one axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WallFill {
+    axis: i32,
+    /// Bit 0: the low side is a wall; bit 1: the high side.
+    walls: i32,
+    /// First index and count along the tangential axes (axis + 1) % 3 and (axis + 2) % 3.
+    lo: [i64; 2],
+    count: [i64; 2],
+}
+
+/// The launches equivalent to ferroflow-cpu's `fill_boundaries`: axes in x, y, z order, and
+/// the face ranges of its `for_each_face_node` (tangential axes filled earlier span their
+/// ghosts, later ones their interior nodes; inactive axes their single node).
+pub(crate) fn wall_fills(layout: &Layout, sides: &[SideBc; 6]) -> Vec<WallFill> {
+    let mut fills = Vec::new();
+    for a in 0..layout.dim {
+        let mut walls = 0;
+        for high in 0..2 {
+            match sides[2 * a + high] {
+                SideBc::Wall => walls |= 1 << high,
+            }
+        }
+        if walls == 0 {
+            continue;
+        }
+        let range = |e: usize| -> (i64, i64) {
+            let (n, g) = (layout.n[e] as i64, layout.ghost[e] as i64);
+            if e >= layout.dim {
+                (0, 1)
+            } else if e < a {
+                (-g, n + 2 * g)
+            } else {
+                (1, n - 2)
+            }
+        };
+        let (r1, r2) = (range((a + 1) % 3), range((a + 2) % 3));
+        fills.push(WallFill {
+            axis: a as i32,
+            walls,
+            lo: [r1.0, r2.0],
+            count: [r1.1, r2.1],
+        });
+    }
+    fills
+}
+
+/// `fill_walls` with the launches of one problem.
+pub(crate) struct BoundaryKernel {
+    function: CudaFunction,
+    fills: Vec<WallFill>,
+}
+
+impl BoundaryKernel {
+    pub fn new(function: CudaFunction, layout: &Layout, sides: &[SideBc; 6]) -> BoundaryKernel {
+        BoundaryKernel {
+            function,
+            fills: wall_fills(layout, sides),
+        }
+    }
+
+    /// Fills the wall nodes and ghosts of the pressure array `p`, one launch per axis (stream
+    /// order keeps x before y before z).
+    pub fn launch(
+        &self,
+        stream: &CudaStream,
+        p: CUdeviceptr,
+        grid: &Grid,
+    ) -> Result<(), BackendError> {
+        for fill in &self.fills {
+            let faces = (fill.count[0] * fill.count[1]) as u32;
+            let config = LaunchConfig {
+                grid_dim: (faces.div_ceil(BOUNDARY_THREADS), 2, 1),
+                block_dim: (BOUNDARY_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut launch = stream.launch_builder(&self.function);
+            launch
+                .arg(&p)
+                .arg(grid)
+                .arg(&fill.axis)
+                .arg(&fill.walls)
+                .arg(&fill.lo[0])
+                .arg(&fill.count[0])
+                .arg(&fill.lo[1])
+                .arg(&fill.count[1]);
+            // SAFETY: the arguments match fill_walls' parameters in order and type; the face
+            // ranges and the three layers beyond each wall node lie inside the array.
+            unsafe { launch.launch(config) }.check("launching fill_walls")?;
+        }
+        Ok(())
+    }
+}
+
+/// `reduce_sums`: one block per equation.
+pub(crate) struct ReduceKernel {
+    pub function: CudaFunction,
+}
+
+impl ReduceKernel {
+    /// Sums `count` partial sums per equation from `partials` into `sums[equation]`.
+    pub fn launch(
+        &self,
+        stream: &CudaStream,
+        partials: CUdeviceptr,
+        count: i64,
+        sums: CUdeviceptr,
+        equations: u32,
+    ) -> Result<(), BackendError> {
+        let config = LaunchConfig {
+            grid_dim: (equations, 1, 1),
+            block_dim: (crate::compile::REDUCE_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = stream.launch_builder(&self.function);
+        launch.arg(&partials).arg(&count).arg(&sums);
+        // SAFETY: the arguments match reduce_sums' parameters; `partials` holds equations ×
+        // count values and `sums` equations values.
+        unsafe { launch.launch(config) }.check("launching reduce_sums")?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_cover_the_interior() {
+        let l = Layout::new(3, [35, 29, 23]);
+        let s = LaunchShape::new([32, 4, 1], 2);
+        assert_eq!(s.grid(&l).unwrap(), (2, 7, 11));
+        assert_eq!(s.to_string(), "32x4x1 k2");
+        let flat = Layout::new(2, [67, 53, 0]);
+        assert_eq!(
+            LaunchShape::new([64, 2, 1], 1).grid(&flat).unwrap(),
+            (2, 26, 1)
+        );
+    }
+
+    #[test]
+    fn argument_structs_have_the_c_layout() {
+        assert_eq!(std::mem::size_of::<Grid>(), 8 * 8);
+        assert_eq!(std::mem::size_of::<Vars>(), 4 * 8);
+        assert_eq!(std::mem::size_of::<Coeffs<f32>>(), 16 * 4);
+        assert_eq!(std::mem::size_of::<Coeffs<f64>>(), 16 * 8);
+    }
+
+    /// Runs the fills on the host the way fill_walls indexes them.
+    fn emulate_fill_walls(fields: &mut ferroflow_core::Fields<f64>, sides: &[SideBc; 6]) {
+        let l = fields.layout;
+        let p = &mut fields.vars[0];
+        for fill in wall_fills(&l, sides) {
+            let a = fill.axis as usize;
+            for side in 0..2 {
+                if (fill.walls >> side) & 1 == 0 {
+                    continue;
+                }
+                for f in 0..fill.count[0] * fill.count[1] {
+                    let mut ijk = [0i64; 3];
+                    ijk[a] = if side == 1 { l.n[a] as i64 - 1 } else { 0 };
+                    ijk[(a + 1) % 3] = fill.lo[0] + f % fill.count[0];
+                    ijk[(a + 2) % 3] = fill.lo[1] + f / fill.count[0];
+                    let o = l.index(ijk[0] as isize, ijk[1] as isize, ijk[2] as isize) as i64;
+                    let inward = if side == 1 { -1 } else { 1 } * l.stride[a] as i64;
+                    for layer in 0..=ferroflow_core::GHOST as i64 {
+                        let w = o - layer * inward;
+                        let at = |k: i64| p[(w + k * inward) as usize];
+                        p[w as usize] = 3.0 * (at(1) - at(2)) + at(3);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn wall_fills_reproduce_the_cpu_boundaries_bitwise() {
+        use ferroflow_core::Backend;
+        let numerics = ferroflow_core::Numerics {
+            cfl: 0.5,
+            kappa: 1.0,
+            u_ref: 1.0,
+            c4: 0.02,
+        };
+        for (dim, n) in [(2, [9, 7, 1]), (3, [7, 6, 8])] {
+            let mut problem =
+                ferroflow_solver::cavity::lid_driven::<f64>(dim, n, 100.0, 1.0, numerics).unwrap();
+            let mut x = 0.3f64;
+            for p in problem.initial.vars[0].iter_mut() {
+                x = (x * 3.7 + 0.11).fract();
+                *p = x - 0.5;
+            }
+            let mut cpu = ferroflow_cpu::CpuBackend::new(&problem, 1).unwrap();
+            let expected = cpu.download().unwrap();
+            let mut ours = problem.initial.clone();
+            emulate_fill_walls(&mut ours, &problem.sides);
+            assert!(ours == expected, "{dim}D wall fill differs from the CPU");
+        }
+    }
+
+    #[test]
+    fn wall_fills_follow_the_cpu_ranges() {
+        let l = Layout::new(3, [6, 7, 8]);
+        let f = wall_fills(&l, &[SideBc::Wall; 6]);
+        // x: y and z span their interior; y: z interior, x with ghosts; z: x and y with ghosts.
+        assert_eq!(f[0].lo, [1, 1]);
+        assert_eq!(f[0].count, [5, 6]);
+        assert_eq!(f[1].lo, [1, -2]);
+        assert_eq!(f[1].count, [6, 10]);
+        assert_eq!(f[2].lo, [-2, -2]);
+        assert_eq!(f[2].count, [10, 11]);
+        let f2 = wall_fills(&Layout::new(2, [6, 7, 0]), &[SideBc::Wall; 6]);
+        assert_eq!(f2.len(), 2);
+        assert_eq!((f2[0].lo, f2[0].count), ([1, 0], [5, 1]));
+        assert_eq!((f2[1].lo, f2[1].count), ([0, -2], [1, 10]));
+    }
+}

@@ -1,0 +1,444 @@
+//! Autotuning of the `ac_step` launch shape. The candidates are compiled in parallel, then each
+//! is timed with CUDA events (median of several samples after a warm-up) and the fastest is
+//! kept: a later candidate replaces the incumbent only when faster than 0.95 × its time, so
+//! noise does not flip the choice. The choice is cached on disk, keyed by device name, grid,
+//! precision, kernel variant and a digest of the kernel source and options.
+//!
+//! The timed launches read the current buffer and write the interior nodes of the other one,
+//! which the next iteration overwrites before anything reads them: tuning leaves the state
+//! unchanged and needs no scratch memory.
+use crate::compile::{self, Build, Precision, Program};
+use crate::device::{median, Device, Timer};
+use crate::launch::{LaunchShape, StepArgs, StepKernel, Vars};
+use ferroflow_core::{BackendError, Layout, Real};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Timed samples per candidate (the median is kept).
+const SAMPLES: usize = 7;
+/// Launches per sample are chosen so that a sample lasts about this long (event resolution is
+/// about a microsecond).
+const SAMPLE_SECONDS: f64 = 2e-3;
+/// A candidate replaces the incumbent only when its time is below this fraction of it.
+const REPLACE_BELOW: f64 = 0.95;
+/// File name of the cache in the cache directory.
+const CACHE_FILE: &str = "cuda-tuning.json";
+
+/// How the `ac_step` launch shape is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TuneMode {
+    /// The cached choice for this device, grid, precision and kernel source; on a miss, tune
+    /// and cache the result.
+    #[default]
+    Cached,
+    /// Time every candidate and update the cache (what `ferroflow tune` does).
+    Always,
+    /// The default shape, nothing timed (`no_tune`).
+    Off,
+}
+
+/// Where a chosen shape came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TuneSource {
+    /// Timed in this run.
+    Measured,
+    /// Read from the cache.
+    Cache,
+    /// The default shape (tuning off).
+    Default,
+}
+
+/// The timing of one candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TuneRow {
+    /// The launch shape.
+    pub shape: LaunchShape,
+    /// Median seconds per `ac_step` launch (residual norms off, as in most iterations).
+    pub seconds: f64,
+}
+
+/// How the launch shape of a backend was chosen, with the full timing table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TuneReport {
+    /// The shape in use.
+    pub chosen: LaunchShape,
+    /// Where it came from.
+    pub source: TuneSource,
+    /// Every candidate's timing, in candidate order (from the cache when `source` is `Cache`;
+    /// empty when `Default`).
+    pub rows: Vec<TuneRow>,
+    /// Wall time this run spent choosing (compiling and timing candidates), seconds.
+    pub seconds: f64,
+    /// Interior nodes updated per launch (for rates).
+    pub nodes: usize,
+    /// The cache file consulted or written, if any.
+    pub cache_file: Option<PathBuf>,
+    /// Why the cache could not be read or written, if so (the run goes on without it).
+    pub cache_error: Option<String>,
+}
+
+impl fmt::Display for TuneReport {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let source = match self.source {
+            TuneSource::Measured => "measured",
+            TuneSource::Cache => "from the cache",
+            TuneSource::Default => "default, not tuned",
+        };
+        writeln!(
+            f,
+            "ac_step launch shape {} ({source}; {:.2} s)",
+            self.chosen, self.seconds
+        )?;
+        if !self.rows.is_empty() {
+            writeln!(
+                f,
+                "  {:<12} {:>12} {:>16}",
+                "shape", "us/launch", "G node-updates/s"
+            )?;
+        }
+        for row in &self.rows {
+            let mark = if row.shape == self.chosen { '*' } else { ' ' };
+            writeln!(
+                f,
+                "{mark} {:<12} {:>12.2} {:>16.3}",
+                row.shape.to_string(),
+                row.seconds * 1e6,
+                self.nodes as f64 / row.seconds / 1e9
+            )?;
+        }
+        if let Some(file) = &self.cache_file {
+            writeln!(f, "  cache: {}", file.display())?;
+        }
+        if let Some(e) = &self.cache_error {
+            writeln!(f, "  cache not used: {e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The shape used without tuning, in 2D and 3D: a warp along x reads contiguous rows.
+pub const DEFAULT_SHAPE: LaunchShape = LaunchShape::new([32, 4, 1], 1);
+
+/// The launch shapes tuning times for a `dim`-dimensional grid, the default first (it is the
+/// first incumbent).
+pub fn candidates(dim: usize) -> Vec<LaunchShape> {
+    let s = LaunchShape::new;
+    let rest: &[LaunchShape] = if dim == 2 {
+        &[
+            s([16, 2, 1], 1),
+            s([16, 4, 1], 1),
+            s([16, 8, 1], 1),
+            s([32, 1, 1], 1),
+            s([32, 2, 1], 1),
+            s([32, 8, 1], 1),
+            s([64, 1, 1], 1),
+            s([64, 2, 1], 1),
+            s([64, 4, 1], 1),
+            s([128, 1, 1], 1),
+            s([128, 2, 1], 1),
+            s([256, 1, 1], 1),
+        ]
+    } else {
+        &[
+            s([32, 2, 2], 1),
+            s([32, 8, 1], 1),
+            s([64, 2, 1], 1),
+            s([64, 4, 1], 1),
+            s([128, 1, 1], 1),
+            s([16, 4, 4], 1),
+            s([16, 8, 2], 1),
+            s([32, 4, 2], 1),
+            s([32, 4, 1], 2),
+            s([32, 4, 1], 4),
+            s([32, 8, 1], 2),
+            s([64, 2, 1], 4),
+        ]
+    };
+    std::iter::once(DEFAULT_SHAPE)
+        .chain(rest.iter().copied())
+        .collect()
+}
+
+/// Index of the fastest row under the incumbent rule (the first row is the first incumbent).
+fn pick(rows: &[TuneRow]) -> usize {
+    let mut best = 0;
+    for (i, row) in rows.iter().enumerate().skip(1) {
+        if row.seconds < REPLACE_BELOW * rows[best].seconds {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Everything the timed launches of one backend need.
+pub(crate) struct Tuner<'a, R> {
+    pub device: &'a Device,
+    pub layout: Layout,
+    pub precision: Precision,
+    pub fmad: bool,
+    /// Whether the problem has a source term (`ac_step_src`).
+    pub source: bool,
+    pub args: &'a StepArgs<R>,
+    pub cur: Vars,
+    pub next: Vars,
+}
+
+impl<R: Real> Tuner<'_, R> {
+    /// Chooses the launch shape as `mode` says; returns the kernel compiled for it.
+    pub fn choose(&self, mode: TuneMode) -> Result<(StepKernel, TuneReport), BackendError> {
+        let start = Instant::now();
+        let mut report = TuneReport {
+            chosen: DEFAULT_SHAPE,
+            source: TuneSource::Default,
+            rows: Vec::new(),
+            seconds: 0.0,
+            nodes: self.layout.interior_nodes(),
+            cache_file: None,
+            cache_error: None,
+        };
+        let kernel = if mode == TuneMode::Off {
+            self.kernel(report.chosen)?
+        } else {
+            let path = cache_dir().join(CACHE_FILE);
+            let key = self.cache_key();
+            let cached = match read_cache(&path) {
+                Ok(cache) => cache.entries.get(&key).cloned(),
+                Err(e) => {
+                    report.cache_error = Some(e);
+                    None
+                }
+            };
+            report.cache_file = Some(path.clone());
+            match cached {
+                Some(entry) if mode == TuneMode::Cached => {
+                    report.source = TuneSource::Cache;
+                    report.chosen = entry.chosen;
+                    report.rows = entry.rows;
+                    self.kernel(report.chosen)?
+                }
+                _ => {
+                    let (kernel, rows) = self.measure()?;
+                    report.source = TuneSource::Measured;
+                    report.chosen = kernel.shape;
+                    report.rows = rows;
+                    let entry = CacheEntry {
+                        chosen: report.chosen,
+                        rows: report.rows.clone(),
+                    };
+                    if let Err(e) = write_cache(&path, key, entry) {
+                        report.cache_error = Some(e);
+                    }
+                    kernel
+                }
+            }
+        };
+        report.seconds = start.elapsed().as_secs_f64();
+        Ok((kernel, report))
+    }
+
+    fn build(&self, shape: LaunchShape) -> Build {
+        Build {
+            program: Program::AcStep {
+                dim: self.layout.dim,
+                shape,
+            },
+            precision: self.precision,
+            fmad: self.fmad,
+        }
+    }
+
+    fn load(&self, ptx: String, shape: LaunchShape) -> Result<StepKernel, BackendError> {
+        let function = self.device.load(ptx, StepKernel::entry(self.source))?;
+        StepKernel::new(function, shape, &self.layout)
+    }
+
+    fn kernel(&self, shape: LaunchShape) -> Result<StepKernel, BackendError> {
+        self.load(self.device.compile(&self.build(shape))?, shape)
+    }
+
+    /// Compiles and times every candidate that fits the grid; returns the fastest's kernel.
+    fn measure(&self) -> Result<(StepKernel, Vec<TuneRow>), BackendError> {
+        let shapes: Vec<LaunchShape> = candidates(self.layout.dim)
+            .into_iter()
+            .filter(|s| s.grid(&self.layout).is_ok())
+            .collect();
+        let builds: Vec<Build> = shapes.iter().map(|&s| self.build(s)).collect();
+        let mut kernels = Vec::new();
+        let mut rows = Vec::new();
+        for (ptx, &shape) in compile::compile_many(&builds, &self.device.arch())
+            .into_iter()
+            .zip(&shapes)
+        {
+            let kernel = self.load(ptx?, shape)?;
+            rows.push(TuneRow {
+                shape,
+                seconds: self.time(&kernel)?,
+            });
+            kernels.push(kernel);
+        }
+        if kernels.is_empty() {
+            return Err(BackendError::NotSuitable {
+                backend: "cuda",
+                what: format!("a {:?}-node grid: no launch shape fits", self.layout.n),
+            });
+        }
+        Ok((kernels.swap_remove(pick(&rows)), rows))
+    }
+
+    /// Median seconds per launch of `kernel`, after a warm-up.
+    fn time(&self, kernel: &StepKernel) -> Result<f64, BackendError> {
+        let stream = &self.device.stream;
+        let timer = Timer::new(self.device)?;
+        let sample = |launches: usize| -> Result<f64, BackendError> {
+            let seconds = timer.seconds(stream, || {
+                (0..launches).try_for_each(|_| {
+                    kernel.launch(stream, self.args, &self.cur, &self.next, false)
+                })
+            })?;
+            Ok(seconds / launches as f64)
+        };
+        sample(2)?;
+        let one = sample(1)?;
+        let launches = ((SAMPLE_SECONDS / one).ceil() as usize).clamp(1, 1000);
+        let times = (0..SAMPLES)
+            .map(|_| sample(launches))
+            .collect::<Result<Vec<f64>, _>>()?;
+        Ok(median(times))
+    }
+
+    fn cache_key(&self) -> String {
+        let [n0, n1, n2] = self.layout.n;
+        format!(
+            "{} | {}D {n0}x{n1}x{n2} | {:?} | {} | {:016x}",
+            self.device.name,
+            self.layout.dim,
+            self.precision,
+            StepKernel::entry(self.source),
+            compile::source_digest(self.precision, self.layout.dim, self.fmad)
+        )
+    }
+}
+
+/// Cache directory: `FERROFLOW_CUDA_CACHE_DIR`, else `~/.cache/ferroflow`, else a temporary
+/// directory.
+fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("FERROFLOW_CUDA_CACHE_DIR") {
+        return dir.into();
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => Path::new(&home).join(".cache").join("ferroflow"),
+        None => std::env::temp_dir().join("ferroflow"),
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct CacheFile {
+    entries: BTreeMap<String, CacheEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CacheEntry {
+    chosen: LaunchShape,
+    rows: Vec<TuneRow>,
+}
+
+/// The cache's entries; a missing file is an empty cache.
+fn read_cache(path: &Path) -> Result<CacheFile, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(CacheFile::default()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Adds or replaces one entry, writing a temporary file and renaming it so that readers never
+/// see half a file. An unreadable cache is replaced.
+fn write_cache(path: &Path, key: String, entry: CacheEntry) -> Result<(), String> {
+    let mut cache = read_cache(path).unwrap_or_default();
+    cache.entries.insert(key, entry);
+    let text = serde_json::to_string_pretty(&cache).map_err(|e| e.to_string())?;
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    let io = |e: std::io::Error| format!("{}: {e}", path.display());
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    std::fs::write(&tmp, text).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(x: u32, seconds: f64) -> TuneRow {
+        TuneRow {
+            shape: LaunchShape::new([x, 1, 1], 1),
+            seconds,
+        }
+    }
+
+    #[test]
+    fn the_incumbent_stays_unless_clearly_beaten() {
+        assert_eq!(pick(&[row(32, 1.0), row(64, 0.96), row(128, 0.97)]), 0);
+        assert_eq!(pick(&[row(32, 1.0), row(64, 0.94), row(128, 0.92)]), 1);
+        assert_eq!(pick(&[row(32, 1.0), row(64, 0.94), row(128, 0.85)]), 2);
+    }
+
+    #[test]
+    fn candidates_start_with_the_default_and_fit_a_block() {
+        for dim in [2, 3] {
+            let c = candidates(dim);
+            assert_eq!(c[0], DEFAULT_SHAPE);
+            for (i, s) in c.iter().enumerate() {
+                assert!(s.threads() <= 256 && s.threads() % 32 == 0, "{s}");
+                assert!(!c[..i].contains(s), "{s} twice");
+                if dim == 2 {
+                    assert_eq!((s.block[2], s.k_per_thread), (1, 1));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cache_round_trips_and_replaces_entries() {
+        let dir = std::env::temp_dir().join(format!("ferroflow-cuda-test-{}", std::process::id()));
+        let path = dir.join(CACHE_FILE);
+        let entry = |x| CacheEntry {
+            chosen: LaunchShape::new([x, 2, 1], 1),
+            rows: vec![row(x, 1e-5)],
+        };
+        assert!(read_cache(&path).unwrap().entries.is_empty());
+        write_cache(&path, "a".into(), entry(32)).unwrap();
+        write_cache(&path, "b".into(), entry(64)).unwrap();
+        write_cache(&path, "a".into(), entry(128)).unwrap();
+        let cache = read_cache(&path).unwrap();
+        assert_eq!(cache.entries.len(), 2);
+        assert_eq!(cache.entries["a"].chosen.block[0], 128);
+        assert_eq!(cache.entries["b"].rows, vec![row(64, 1e-5)]);
+        std::fs::write(&path, "not json").unwrap();
+        assert!(read_cache(&path).is_err());
+        write_cache(&path, "c".into(), entry(32)).unwrap();
+        assert_eq!(read_cache(&path).unwrap().entries.len(), 1);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn report_prints_every_row_and_marks_the_choice() {
+        let report = TuneReport {
+            chosen: LaunchShape::new([64, 1, 1], 1),
+            source: TuneSource::Measured,
+            rows: vec![row(32, 2e-5), row(64, 1e-5)],
+            seconds: 0.5,
+            nodes: 1_000_000,
+            cache_file: None,
+            cache_error: None,
+        };
+        let text = report.to_string();
+        assert!(text.contains("* 64x1x1"), "{text}");
+        assert!(text.contains("  32x1x1"), "{text}");
+        assert!(text.contains("100.000"), "{text}");
+    }
+}

@@ -1,0 +1,264 @@
+//! GPU tests of the CUDA backend: the same answers as the CPU backend (f64 to 1e-10 after 1000
+//! iterations, 2D and 3D, with and without source terms; f32 loosely), bitwise determinism,
+//! and tuning that leaves the state alone. They need a GPU: without a usable one each test says
+//! why and passes, unless FERROFLOW_REQUIRE_GPU=1 (scripts/gpu-check.sh sets it).
+use ferroflow_core::{Backend, Fields, Numerics, Problem, Real, Residuals};
+use ferroflow_cpu::CpuBackend;
+use ferroflow_cuda::{candidates, probe, CudaBackend, CudaOptions, TuneMode, TuneSource};
+use ferroflow_solver::{cavity, mms::Manufactured};
+
+const NUMERICS: Numerics = Numerics {
+    cfl: 0.8,
+    kappa: 1.0,
+    u_ref: 1.0,
+    c4: 0.02,
+};
+
+/// Iterations per `advance` call, as the driver makes them: the first alone, then chunks
+/// (1000 in all).
+const CHUNKS: [usize; 11] = [1, 100, 100, 100, 100, 100, 100, 100, 100, 100, 99];
+
+/// Whether a GPU is usable; otherwise prints why (and fails if one is required).
+fn gpu() -> bool {
+    match probe() {
+        Ok(device) => {
+            println!("device: {device}");
+            true
+        }
+        Err(why) => {
+            assert!(
+                std::env::var("FERROFLOW_REQUIRE_GPU").as_deref() != Ok("1"),
+                "FERROFLOW_REQUIRE_GPU=1 but no GPU is usable: {why}"
+            );
+            println!("skipped: {why} (set FERROFLOW_REQUIRE_GPU=1 to make this a failure)");
+            false
+        }
+    }
+}
+
+fn untuned() -> CudaOptions {
+    CudaOptions {
+        tune: TuneMode::Off,
+        ..CudaOptions::default()
+    }
+}
+
+/// Runs `backend` through `chunks`, returning the residuals of each chunk and the state.
+fn run<B: Backend>(backend: &mut B, chunks: &[usize]) -> (Vec<Residuals>, Fields<B::Real>) {
+    let residuals = chunks
+        .iter()
+        .map(|&n| backend.advance(n).unwrap())
+        .collect();
+    (residuals, backend.download().unwrap())
+}
+
+/// Largest difference of each variable, relative to its largest magnitude; printed.
+fn field_differences<R: Real>(label: &str, a: &Fields<R>, b: &Fields<R>) -> Vec<f64> {
+    let names = ["p", "u", "v", "w"];
+    a.vars
+        .iter()
+        .zip(&b.vars)
+        .enumerate()
+        .map(|(v, (x, y))| {
+            let scale = x.iter().fold(0.0f64, |m, x| m.max(x.f64().abs()));
+            let diff = x
+                .iter()
+                .zip(y)
+                .fold(0.0f64, |m, (x, y)| m.max((x.f64() - y.f64()).abs()));
+            let rel = if scale > 0.0 { diff / scale } else { diff };
+            println!(
+                "{label}: {} max |cpu - gpu| / max |cpu| = {rel:.3e}",
+                names[v]
+            );
+            rel
+        })
+        .collect()
+}
+
+/// Largest relative difference of the residual norms over all chunks; printed.
+fn residual_difference(label: &str, a: &[Residuals], b: &[Residuals]) -> f64 {
+    let worst = a
+        .iter()
+        .zip(b)
+        .flat_map(|(a, b)| a.l2().into_iter().zip(b.l2()))
+        .map(|(x, y)| {
+            let scale = x.abs().max(y.abs());
+            if scale > 0.0 {
+                (x - y).abs() / scale
+            } else {
+                0.0
+            }
+        })
+        .fold(0.0, f64::max);
+    println!("{label}: residual norms max relative difference = {worst:.3e}");
+    worst
+}
+
+/// Runs the CPU and the CUDA backend for 1000 iterations from the same state and checks that
+/// every variable agrees to `tolerance`.
+fn matches_cpu<R: Real>(label: &str, problem: &Problem<R>, options: &CudaOptions, tolerance: f64) {
+    let mut cpu = CpuBackend::new(problem, 0).unwrap();
+    let mut gpu = CudaBackend::new(problem, options).unwrap();
+    let (cpu_res, cpu_state) = run(&mut cpu, &CHUNKS);
+    let (gpu_res, gpu_state) = run(&mut gpu, &CHUNKS);
+    assert!(
+        gpu_state.first_non_finite().is_none(),
+        "{label}: non-finite GPU state"
+    );
+    for (v, rel) in field_differences(label, &cpu_state, &gpu_state)
+        .into_iter()
+        .enumerate()
+    {
+        assert!(rel < tolerance, "{label}: variable {v} differs by {rel:e}");
+    }
+    assert!(residual_difference(label, &cpu_res, &gpu_res) < tolerance.max(1e-12));
+}
+
+fn cavity<R: Real>(dim: usize) -> Problem<R> {
+    // Odd, unequal sizes: partial thread blocks on every axis.
+    let n = if dim == 2 { [67, 53, 1] } else { [35, 29, 23] };
+    cavity::lid_driven::<R>(dim, n, 100.0, 1.0, NUMERICS).unwrap()
+}
+
+fn manufactured<R: Real>(dim: usize) -> Problem<R> {
+    let n = if dim == 2 { 65 } else { 25 };
+    Manufactured::new(dim).problem::<R>(n, NUMERICS).unwrap()
+}
+
+#[test]
+fn cavity_f64_matches_the_cpu() {
+    if gpu() {
+        matches_cpu("cavity 2D f64", &cavity::<f64>(2), &untuned(), 1e-10);
+        matches_cpu("cavity 3D f64", &cavity::<f64>(3), &untuned(), 1e-10);
+    }
+}
+
+#[test]
+fn manufactured_f64_with_sources_matches_the_cpu() {
+    if gpu() {
+        matches_cpu("mms 2D f64", &manufactured::<f64>(2), &untuned(), 1e-10);
+        matches_cpu("mms 3D f64", &manufactured::<f64>(3), &untuned(), 1e-10);
+    }
+}
+
+#[test]
+fn fused_multiply_adds_stay_within_the_tolerance() {
+    if gpu() {
+        let fmad = CudaOptions {
+            fmad: true,
+            ..untuned()
+        };
+        matches_cpu("cavity 2D f64 fmad", &cavity::<f64>(2), &fmad, 1e-10);
+        matches_cpu("mms 3D f64 fmad", &manufactured::<f64>(3), &fmad, 1e-10);
+    }
+}
+
+#[test]
+fn f32_matches_the_cpu_loosely() {
+    if gpu() {
+        matches_cpu("cavity 2D f32", &cavity::<f32>(2), &untuned(), 1e-4);
+        matches_cpu("cavity 3D f32", &cavity::<f32>(3), &untuned(), 1e-4);
+        matches_cpu("mms 2D f32", &manufactured::<f32>(2), &untuned(), 1e-4);
+    }
+}
+
+#[test]
+fn runs_are_bitwise_deterministic_whatever_the_chunks_and_graphs() {
+    if !gpu() {
+        return;
+    }
+    for problem in [cavity::<f64>(3), manufactured::<f64>(2)] {
+        let mut a = CudaBackend::new(&problem, &untuned()).unwrap();
+        let direct = CudaOptions {
+            graph_iterations: 0,
+            ..untuned()
+        };
+        let mut b = CudaBackend::new(&problem, &direct).unwrap();
+        let (ra, sa) = run(&mut a, &[1, 99, 100, 37, 63]);
+        let (rb, sb) = run(&mut b, &[300]);
+        assert!(sa == sb, "states differ");
+        assert_eq!(ra.last(), rb.last(), "residuals differ");
+        let mut c = CudaBackend::new(&problem, &untuned()).unwrap();
+        let (rc, sc) = run(&mut c, &[1, 99, 100, 37, 63]);
+        assert!(sa == sc && ra == rc, "two identical runs differ");
+    }
+}
+
+#[test]
+fn tuning_leaves_the_state_unchanged() {
+    if !gpu() {
+        return;
+    }
+    for dim in [2, 3] {
+        let problem = cavity::<f64>(dim);
+        let mut plain = CudaBackend::new(&problem, &untuned()).unwrap();
+        let always = CudaOptions {
+            tune: TuneMode::Always,
+            ..CudaOptions::default()
+        };
+        let mut tuned = CudaBackend::new(&problem, &always).unwrap();
+        let report = tuned.tuning().clone();
+        print!("{dim}D tuning on {}:\n{report}", tuned.device_name());
+        println!("{dim}D tuning took {:.3} s", report.seconds);
+        assert_eq!(report.source, TuneSource::Measured);
+        assert_eq!(report.rows.len(), candidates(dim).len());
+        assert!(report.rows.iter().any(|r| r.shape == report.chosen));
+        assert!(report.cache_error.is_none(), "{:?}", report.cache_error);
+        assert!(plain.download().unwrap() == tuned.download().unwrap());
+        let (_, a) = run(&mut plain, &[50]);
+        let (_, b) = run(&mut tuned, &[50]);
+        assert!(a == b, "{dim}D: tuning changed the state");
+        let cached = CudaBackend::new(&problem, &CudaOptions::default()).unwrap();
+        assert_eq!(cached.tuning().source, TuneSource::Cache);
+        assert_eq!(cached.tuning().chosen, report.chosen);
+    }
+}
+
+#[test]
+fn upload_and_download_round_trip_like_the_cpu() {
+    if !gpu() {
+        return;
+    }
+    let problem = cavity::<f64>(3);
+    let mut state = problem.initial.clone();
+    let mut x = 0.7f64;
+    for v in state.vars.iter_mut() {
+        for value in v.iter_mut() {
+            x = (x * 3.9 + 0.17).fract();
+            *value = x - 0.5;
+        }
+    }
+    let mut cpu = CpuBackend::new(&problem, 0).unwrap();
+    let mut gpu = CudaBackend::new(&problem, &untuned()).unwrap();
+    gpu.advance(7).unwrap();
+    cpu.upload(&state).unwrap();
+    gpu.upload(&state).unwrap();
+    assert!(cpu.download().unwrap() == gpu.download().unwrap());
+}
+
+#[test]
+fn a_missing_device_is_reported() {
+    if !gpu() {
+        return;
+    }
+    let options = CudaOptions {
+        device: 99,
+        ..untuned()
+    };
+    match CudaBackend::new(&cavity::<f64>(2), &options) {
+        Err(ferroflow_core::BackendError::Unavailable { reason, .. }) => {
+            assert!(reason.starts_with("no CUDA device 99"), "{reason}")
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("device 99 exists?"),
+    }
+}
+
+#[test]
+fn copy_bandwidth_is_plausible() {
+    if gpu() {
+        let bandwidth = ferroflow_cuda::copy_bandwidth(0, 1 << 30, 10).unwrap();
+        println!("copy bandwidth {:.2} TB/s (read + write)", bandwidth / 1e12);
+        assert!(bandwidth > 1e11 && bandwidth < 1e14);
+    }
+}
