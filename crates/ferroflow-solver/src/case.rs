@@ -1,9 +1,13 @@
 //! Case files (TOML): what to solve, how, and where. Every key has a default, so a minimal
 //! case names only what differs from the built-in default (2D cavity, Re = 100, 129²).
+//! Every key is documented once, in [`KEYS`]; `docs/cases.md` and `ferroflow cases show`
+//! follow it.
 use crate::cavity;
 use crate::simulation::StopCriteria;
 use ferroflow_core::{Numerics, Problem, ProblemError, Real};
 use serde::{Deserialize, Serialize};
+use std::fmt;
+use toml::de::{DeTable, DeValue};
 
 /// A whole case file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -19,6 +23,8 @@ pub struct Case {
     pub numerics: NumericsSpec,
     /// `[backend]`.
     pub backend: BackendSpec,
+    /// `[output]`.
+    pub output: OutputSpec,
 }
 
 /// `[case]` section.
@@ -79,16 +85,48 @@ pub struct NumericsSpec {
     pub check_interval: usize,
 }
 
+/// Compute backends a case can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// All CPU cores.
+    Cpu,
+    /// An NVIDIA GPU.
+    Cuda,
+    /// A GPU if one is usable, else the CPU.
+    Auto,
+}
+
+/// Floating-point precision of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// Double precision.
+    F64,
+    /// Single precision.
+    F32,
+}
+
 /// `[backend]` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BackendSpec {
-    /// `cpu` (more to come).
-    pub kind: String,
-    /// `f64` or `f32`.
-    pub precision: String,
+    /// Which backend.
+    pub kind: BackendKind,
+    /// Floating-point precision.
+    pub precision: Precision,
     /// CPU threads (0 = all cores).
     pub threads: usize,
+}
+
+/// `[output]` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputSpec {
+    /// Iterations between checkpoints (0: only at the end and when interrupted).
+    pub checkpoint_interval: usize,
+    /// Iterations between field snapshots (0: final fields only).
+    pub field_interval: usize,
 }
 
 impl Default for CaseInfo {
@@ -135,46 +173,315 @@ impl Default for NumericsSpec {
 impl Default for BackendSpec {
     fn default() -> Self {
         BackendSpec {
-            kind: "cpu".into(),
-            precision: "f64".into(),
+            kind: BackendKind::Cpu,
+            precision: Precision::F64,
             threads: 0,
         }
     }
 }
 
-/// A case that cannot be read.
-#[derive(Debug, thiserror::Error)]
-pub enum CaseError {
-    /// TOML syntax, unknown key or wrong type (the message names line and key).
-    #[error("{origin}: {message}")]
-    Parse {
-        /// File name or built-in case name.
-        origin: String,
-        /// The parser's message.
-        message: String,
-    },
-    /// A value the solver cannot accept.
-    #[error("{origin}: {source}")]
-    Invalid {
-        /// File name or built-in case name.
-        origin: String,
-        /// What is wrong.
-        source: ProblemError,
-    },
+impl Default for OutputSpec {
+    fn default() -> Self {
+        OutputSpec {
+            checkpoint_interval: 1000,
+            field_interval: 0,
+        }
+    }
+}
+
+/// Documentation of one case key.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyDoc {
+    /// Dotted key, `section.name`.
+    pub key: &'static str,
+    /// What it sets.
+    pub meaning: &'static str,
+    /// Unit (`-` if none).
+    pub unit: &'static str,
+    /// Allowed values.
+    pub allowed: &'static str,
+}
+
+const fn key(
+    key: &'static str,
+    meaning: &'static str,
+    unit: &'static str,
+    allowed: &'static str,
+) -> KeyDoc {
+    KeyDoc {
+        key,
+        meaning,
+        unit,
+        allowed,
+    }
+}
+
+/// Every key of a case file, in file order.
+pub const KEYS: [KeyDoc; 18] = [
+    key(
+        "case.name",
+        "Name; the default output directory is ferroflow-out/<name>/",
+        "-",
+        "text",
+    ),
+    key(
+        "case.description",
+        "One line saying what the case is",
+        "-",
+        "text",
+    ),
+    key("case.kind", "Problem kind", "-", "\"lid-driven-cavity\""),
+    key("grid.dim", "Space dimensions", "-", "2 or 3"),
+    key(
+        "grid.nodes",
+        "Nodes per axis, wall nodes included",
+        "-",
+        "grid.dim integers, each >= 5",
+    ),
+    key(
+        "physics.reynolds",
+        "Reynolds number U L / nu, L = 1 m",
+        "-",
+        "> 0",
+    ),
+    key(
+        "physics.lid_velocity",
+        "Lid velocity U along +x, also the reference velocity U_ref",
+        "m/s",
+        "> 0",
+    ),
+    key(
+        "numerics.cfl",
+        "Courant number of the local pseudo-time step",
+        "-",
+        "0 < cfl <= 2",
+    ),
+    key(
+        "numerics.kappa",
+        "Artificial compressibility scaling: beta^2 = max(|u|^2, kappa U_ref^2)",
+        "-",
+        "> 0",
+    ),
+    key(
+        "numerics.c4",
+        "Coefficient of the fourth-difference pressure dissipation",
+        "-",
+        "0 <= c4 <= 0.25",
+    ),
+    key(
+        "numerics.tolerance",
+        "Converged when every residual, relative to its first iteration's, is below this",
+        "-",
+        "0 < tolerance < 1",
+    ),
+    key(
+        "numerics.max_iterations",
+        "Iteration limit",
+        "iterations",
+        ">= 1",
+    ),
+    key(
+        "numerics.check_interval",
+        "Iterations between residual checks (progress, convergence, divergence)",
+        "iterations",
+        ">= 1",
+    ),
+    key(
+        "backend.kind",
+        "Compute backend; auto takes a GPU if one is usable, else the CPU",
+        "-",
+        "\"cpu\", \"cuda\" or \"auto\"",
+    ),
+    key(
+        "backend.precision",
+        "Floating-point precision",
+        "-",
+        "\"f64\" or \"f32\"",
+    ),
+    key("backend.threads", "CPU threads, 0 = all cores", "-", ">= 0"),
+    key(
+        "output.checkpoint_interval",
+        "Iterations between checkpoints, rounded up to a multiple of \
+         numerics.check_interval; 0 = only at the end and when interrupted",
+        "iterations",
+        ">= 0",
+    ),
+    key(
+        "output.field_interval",
+        "Iterations between field snapshots fields_<iteration>.vti, listed in fields.pvd; \
+         0 = final fields only",
+        "iterations",
+        ">= 0",
+    ),
+];
+
+/// A case that cannot be used, located as precisely as the input allows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseError {
+    /// File name or built-in case name.
+    pub origin: String,
+    /// Line in the origin (1-based), where known.
+    pub line: Option<usize>,
+    /// Dotted key at fault, where known.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for CaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.origin)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        write!(f, ": ")?;
+        match &self.key {
+            Some(key) if !self.message.starts_with(key.as_str()) => {
+                write!(f, "{key}: {}", self.message)
+            }
+            _ => write!(f, "{}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for CaseError {}
+
+impl CaseError {
+    /// An invalid value of the case read from `text`, located at its key's line.
+    pub fn invalid(origin: &str, text: &str, error: &ProblemError) -> CaseError {
+        let key = problem_key(error);
+        CaseError {
+            origin: origin.into(),
+            line: key.and_then(|k| key_line(text, k)),
+            key: key.map(str::to_string),
+            message: error.to_string(),
+        }
+    }
+}
+
+/// The case key a problem error is about, if any.
+pub fn problem_key(error: &ProblemError) -> Option<&'static str> {
+    match error {
+        ProblemError::OutOfRange { name, .. } => Some(name),
+        ProblemError::GridTooSmall { .. } => Some("grid.nodes"),
+        ProblemError::Dimension(_) => Some("grid.dim"),
+        ProblemError::Shape { .. } => None,
+    }
+}
+
+/// `text` as `#` comment lines of at most 96 characters.
+fn wrap_comment(text: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::from("#");
+    for word in text.split_whitespace() {
+        if line.len() + 1 + word.len() > 96 && line.len() > 1 {
+            out += &line;
+            out.push('\n');
+            line = String::from("#");
+        }
+        line.push(' ');
+        line.push_str(word);
+    }
+    out + &line + "\n"
+}
+
+/// Line (1-based) of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    1 + text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+}
+
+/// Line where the dotted `key` is set in `text`, if it is.
+pub fn key_line(text: &str, key: &str) -> Option<usize> {
+    let doc = DeTable::parse(text).ok()?;
+    let mut table = doc.get_ref();
+    let mut parts = key.split('.').peekable();
+    while let Some(part) = parts.next() {
+        let (k, v) = table.iter().find(|(k, _)| k.get_ref() == part)?;
+        if parts.peek().is_none() {
+            return Some(line_of(text, k.span().start));
+        }
+        table = v.get_ref().as_table()?;
+    }
+    None
+}
+
+/// Dotted key whose name or value covers byte `offset` of `text`.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    fn search(table: &DeTable, offset: usize, path: &str) -> Option<String> {
+        table.iter().find_map(|(k, v)| {
+            let here = if path.is_empty() {
+                k.get_ref().to_string()
+            } else {
+                format!("{path}.{}", k.get_ref())
+            };
+            let inner = match v.get_ref() {
+                DeValue::Table(t) => search(t, offset, &here),
+                _ => None,
+            };
+            let covers = |s: std::ops::Range<usize>| s.contains(&offset);
+            inner.or_else(|| (covers(k.span()) || covers(v.span())).then_some(here))
+        })
+    }
+    search(DeTable::parse(text).ok()?.get_ref(), offset, "")
 }
 
 impl Case {
-    /// Parses a case from TOML text; `origin` (file or built-in name) prefixes messages.
+    /// Parses a case from TOML text; `origin` (file or built-in name) prefixes messages, which
+    /// name the line and the key (syntax errors, unknown keys, wrong types).
     pub fn from_toml(text: &str, origin: &str) -> Result<Case, CaseError> {
-        toml::from_str(text).map_err(|e| CaseError::Parse {
-            origin: origin.into(),
-            message: e.to_string(),
+        toml::from_str(text).map_err(|e| {
+            let at = e.span().map(|s| s.start);
+            CaseError {
+                origin: origin.into(),
+                line: at.map(|o| line_of(text, o)),
+                key: at.and_then(|o| key_at(text, o)),
+                message: e.message().trim().to_string(),
+            }
         })
     }
 
     /// The resolved case (every default filled in) as TOML.
     pub fn to_toml(&self) -> String {
-        toml::to_string(self).expect("a case always serialises")
+        self.render(false)
+    }
+
+    /// The resolved case as TOML with every key explained (meaning, unit, allowed values).
+    pub fn to_commented_toml(&self) -> String {
+        self.render(true)
+    }
+
+    /// Every key of [`KEYS`] in order, its section headers, and with `comments` its doc.
+    fn render(&self, comments: bool) -> String {
+        let table = toml::Table::try_from(self).expect("a case always serialises");
+        let mut out = String::new();
+        let mut section = "";
+        for doc in KEYS {
+            let (sec, name) = doc.key.split_once('.').expect("keys are dotted");
+            if sec != section {
+                if !section.is_empty() {
+                    out.push('\n');
+                }
+                out += &format!("[{sec}]\n");
+                section = sec;
+            }
+            if comments {
+                let unit = match doc.unit {
+                    "-" => String::new(),
+                    u => format!(" [{u}]"),
+                };
+                out += &wrap_comment(&format!("{}{unit}. Allowed: {}.", doc.meaning, doc.allowed));
+            }
+            let value = match &table[sec][name] {
+                // Debug keeps small and large values readable (1e-7, not 0.0000001).
+                toml::Value::Float(x) => format!("{x:?}"),
+                v => v.to_string(),
+            };
+            out += &format!("{name} = {value}\n");
+        }
+        out
     }
 
     /// Nodes per axis as a 3-array (axis 2 = 1 in 2D).
@@ -216,12 +523,17 @@ impl Case {
                 allowed: "0 < tolerance < 1",
             });
         }
-        if s.check_interval == 0 {
-            return Err(ProblemError::OutOfRange {
-                name: "numerics.check_interval",
-                value: 0.0,
-                allowed: "at least 1",
-            });
+        for (name, value) in [
+            ("numerics.max_iterations", s.max_iterations),
+            ("numerics.check_interval", s.check_interval),
+        ] {
+            if value == 0 {
+                return Err(ProblemError::OutOfRange {
+                    name,
+                    value: 0.0,
+                    allowed: "at least 1",
+                });
+            }
         }
         Ok(StopCriteria {
             tolerance: s.tolerance,
@@ -233,14 +545,33 @@ impl Case {
     /// The problem in precision `R`.
     pub fn problem<R: Real>(&self) -> Result<Problem<R>, ProblemError> {
         let n = self.nodes()?;
+        // Checked here, by its own name: it also sets the viscosity and U_ref.
+        let lid = self.physics.lid_velocity;
+        if !(lid > 0.0 && lid.is_finite()) {
+            return Err(ProblemError::OutOfRange {
+                name: "physics.lid_velocity",
+                value: lid,
+                allowed: "a finite value > 0",
+            });
+        }
         match self.case.kind {
             CaseKind::LidDrivenCavity => cavity::lid_driven(
                 self.grid.dim,
                 n,
                 self.physics.reynolds,
-                self.physics.lid_velocity,
+                lid,
                 self.numerics(),
             ),
+        }
+    }
+}
+
+impl Precision {
+    /// Name as in case files (`f64`, `f32`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F64 => "f64",
+            Precision::F32 => "f32",
         }
     }
 }
@@ -269,4 +600,65 @@ pub const BUILTIN: [(&str, &str); 4] = [
 pub fn builtin(name: &str) -> Option<Case> {
     let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name)?;
     Some(Case::from_toml(text, name).expect("built-in cases parse"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_is_documented_and_the_commented_form_reads_back() {
+        let case = Case::default();
+        let table = toml::Table::try_from(&case).unwrap();
+        let mut keys: Vec<String> = table
+            .iter()
+            .flat_map(|(s, t)| {
+                t.as_table()
+                    .unwrap()
+                    .keys()
+                    .map(move |k| format!("{s}.{k}"))
+            })
+            .collect();
+        let mut documented: Vec<String> = KEYS.iter().map(|k| k.key.to_string()).collect();
+        keys.sort();
+        documented.sort();
+        assert_eq!(keys, documented);
+        for (name, _) in BUILTIN {
+            let case = builtin(name).unwrap();
+            assert_eq!(Case::from_toml(&case.to_commented_toml(), name), Ok(case));
+        }
+    }
+
+    #[test]
+    fn errors_name_line_and_key() {
+        let text = "[grid]\nnodes = [33, 33]\n\n[numerics]\ncfl = 0.5\nkapa = 1.0\n";
+        let e = Case::from_toml(text, "c.toml").unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(6), Some("numerics.kapa")));
+        assert!(e
+            .to_string()
+            .starts_with("c.toml:6: numerics.kapa: unknown field `kapa`"));
+
+        let e = Case::from_toml("[numerics]\ncfl = \"fast\"\n", "c.toml").unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (Some(2), Some("numerics.cfl")));
+
+        let e = Case::from_toml("[numerics\ncfl = 1\n", "c.toml").unwrap_err();
+        assert_eq!(e.line, Some(1));
+
+        let case = Case::from_toml(text.replace("kapa", "kappa").as_str(), "c.toml").unwrap();
+        assert_eq!(key_line(text, "numerics.cfl"), Some(5));
+        let mut bad = case.clone();
+        bad.numerics.cfl = 3.0;
+        let err = bad.problem::<f64>().unwrap_err();
+        let e = CaseError::invalid("c.toml", text, &err);
+        assert_eq!(
+            e.to_string(),
+            "c.toml:5: numerics.cfl = 3 is out of range: 0 < cfl <= 2"
+        );
+        bad = case;
+        bad.grid.nodes = vec![0, 0];
+        let e = CaseError::invalid("c.toml", text, &bad.problem::<f64>().unwrap_err());
+        assert!(e
+            .to_string()
+            .starts_with("c.toml:2: grid.nodes: grid has 0 nodes"));
+    }
 }

@@ -1,14 +1,16 @@
 //! ferroflow-solver: the backend-agnostic driver (pseudo-time loop, convergence, divergence),
 //! case files, verification problems (manufactured solutions, lid-driven cavity with published
-//! reference data) and result files.
+//! reference data), result files (VTK fields, CSV, JSON) and checkpoints.
 #![deny(missing_docs)]
 
 pub mod case;
 pub mod cavity;
+pub mod checkpoint;
 pub mod mms;
 pub mod output;
 pub mod reference;
 pub mod simulation;
+pub mod vtk;
 
 pub use case::{Case, CaseError};
 pub use simulation::{Flow, Outcome, Progress, Simulation, SolveError, StopCriteria};

@@ -22,6 +22,8 @@ pub struct Summary {
     pub iterations: usize,
     /// Whether the tolerance was reached.
     pub converged: bool,
+    /// How the run ended.
+    pub status: Status,
     /// Final relative residual per equation, by variable name.
     pub residuals: serde_json::Map<String, serde_json::Value>,
     /// Wall time of the iterations, seconds.
@@ -31,6 +33,20 @@ pub struct Summary {
     /// Deviations from reference data, if the case has any.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reference: Vec<Deviation>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Every residual reached the tolerance.
+    Converged,
+    /// The iteration limit came first.
+    MaxIterations,
+    /// Stopped by a signal (Ctrl-C, SIGTERM); a checkpoint allows continuing.
+    Interrupted,
+    /// Residuals became non-finite or grew without bound.
+    Diverged,
 }
 
 /// Largest deviation of a computed profile from a published one.

@@ -102,7 +102,7 @@ impl Simulation {
 
     /// Iterates until convergence, the iteration limit, divergence or the observer's `Stop`.
     /// `names` are the equation names used in messages.
-    pub fn run<B: Backend>(
+    pub fn run<B: Backend + ?Sized>(
         &mut self,
         backend: &mut B,
         names: &[&str],

@@ -1,6 +1,14 @@
 //! The `ferroflow` command-line program.
+mod backends;
 mod bench;
+mod cases;
+mod info;
+mod input;
+mod plot;
+mod progress;
+mod results;
 mod run;
+mod signals;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -8,7 +16,22 @@ use std::process::ExitCode;
 
 /// Steady incompressible Navier–Stokes by artificial compressibility, on CPUs (and GPUs).
 #[derive(Parser)]
-#[command(name = "ferroflow", version, about, long_about = None)]
+#[command(
+    name = "ferroflow",
+    version,
+    about,
+    long_about = None,
+    after_help = "\
+Examples:
+  ferroflow run                                   # default case: 2D cavity, Re = 100, 129^2
+  ferroflow run cavity2d-re1000 --precision f32   # a built-in case in single precision
+  ferroflow run my-case.toml --set numerics.cfl=1.2 --out study/cfl1.2
+  ferroflow run --restart ferroflow-out/cavity2d-re100   # continue from the last checkpoint
+  ferroflow cases show cavity3d-re100 > my-case.toml     # start a new case from a built-in one
+  ferroflow info                                  # version, CPU threads, GPU backends
+
+Exit codes: 0 done, 1 runtime failure, 2 bad input, 3 diverged, 130 interrupted."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -18,17 +41,19 @@ struct Cli {
 enum Command {
     /// Run a case (a TOML file or a built-in case name; default: cavity2d-re100).
     Run(run::RunArgs),
+    /// List the built-in cases, or print one with every key commented.
+    Cases(cases::CasesArgs),
     /// Verification studies: manufactured solutions and cavity benchmarks.
     #[command(subcommand)]
     Verify(verify::VerifyCommand),
     /// Throughput of the whole iteration against the memory-bandwidth roofline.
+    #[command(
+        after_help = "Examples:\n  ferroflow bench\n  ferroflow bench --n2d 1025 --n3d 129 --threads 4"
+    )]
     Bench(bench::BenchArgs),
-    /// List the built-in cases, or print one.
-    Cases {
-        /// Print this case's TOML.
-        #[arg(value_name = "NAME")]
-        show: Option<String>,
-    },
+    /// Version, CPU threads and the GPU backends usable on this machine.
+    #[command(after_help = "Example:\n  ferroflow info")]
+    Info,
 }
 
 /// Errors the program reports: the message, and the exit code that goes with it.
@@ -38,7 +63,7 @@ pub struct Failure {
 }
 
 impl Failure {
-    /// Bad input (case file, argument): exit code 2.
+    /// Bad input (case file, argument, checkpoint): exit code 2.
     pub fn input(message: impl ToString) -> Failure {
         Failure {
             code: 2,
@@ -52,43 +77,41 @@ impl Failure {
             message: message.to_string(),
         }
     }
+    /// The iteration diverged: exit code 3.
+    pub fn diverged(message: impl ToString) -> Failure {
+        Failure {
+            code: 3,
+            message: message.to_string(),
+        }
+    }
+    /// Stopped by SIGINT or SIGTERM: exit code 130, as a shell reports Ctrl-C.
+    pub fn interrupted(message: impl ToString) -> Failure {
+        Failure {
+            code: 130,
+            message: message.to_string(),
+        }
+    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Cases(args) => cases::cases(args),
         Command::Verify(cmd) => verify::verify(cmd),
         Command::Bench(args) => bench::bench(args),
-        Command::Cases { show } => cases(show),
+        Command::Info => info::info(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("error: {}", f.message);
+            let label = if f.code == 130 {
+                "interrupted"
+            } else {
+                "error"
+            };
+            eprintln!("{label}: {}", f.message);
             ExitCode::from(f.code)
         }
     }
-}
-
-fn cases(show: Option<String>) -> Result<(), Failure> {
-    use ferroflow_solver::case::{builtin, BUILTIN};
-    match show {
-        None => {
-            for (name, _) in BUILTIN {
-                println!(
-                    "{name:<18} {}",
-                    builtin(name).expect("built-in").case.description
-                );
-            }
-        }
-        Some(name) => {
-            let (_, text) = BUILTIN
-                .iter()
-                .find(|(n, _)| *n == name)
-                .ok_or_else(|| Failure::input(format!("no built-in case named '{name}'")))?;
-            print!("{text}");
-        }
-    }
-    Ok(())
 }

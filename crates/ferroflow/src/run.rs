@@ -1,206 +1,418 @@
-//! `ferroflow run`: solve a case and write its results.
+//! `ferroflow run`: solve a case, with progress, checkpoints, signals and result files.
+use crate::backends::make_backend;
+use crate::input::{LoadedCase, Override, DEFAULT_CASE};
+use crate::progress::{Mode, Reporter, Work};
+use crate::results::{OutputDir, RunRecord};
+use crate::signals::Interrupt;
 use crate::Failure;
 use clap::Args;
 use ferroflow_core::{Backend, Fields, Problem, Real};
-use ferroflow_cpu::CpuBackend;
-use ferroflow_solver::output::{self, Deviation, Summary};
-use ferroflow_solver::{cavity, reference, Case, Flow, Outcome, Simulation};
+use ferroflow_solver::case::Precision;
+use ferroflow_solver::checkpoint::{self, Checkpoint};
+use ferroflow_solver::output::{Status, Summary};
+use ferroflow_solver::{Flow, Simulation, SolveError};
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `ferroflow run`.
 #[derive(Args)]
+#[command(after_help = "\
+Examples:
+  ferroflow run                                     # the default case, results in ferroflow-out/cavity2d-re100/
+  ferroflow run cavity3d-re100 --threads 8
+  ferroflow run my-case.toml --out results/run1
+  ferroflow run --set 'grid.nodes=[257,257]' --set numerics.tolerance=1e-9
+  ferroflow run --restart ferroflow-out/cavity2d-re100   # continue after Ctrl-C or a kill
+
+Results: fields.vti (open in ParaView), summary.json, residuals.csv, centerline_u.csv,
+centerline_v.csv, residuals.png, centerlines.png, run.log, case.resolved.toml, checkpoint.ffcp.
+Exit codes: 0 done (converged or iteration limit), 1 runtime failure, 2 bad input,
+3 diverged, 130 interrupted (Ctrl-C, SIGTERM; a checkpoint is written).")]
 pub struct RunArgs {
-    /// Case file (TOML) or built-in case name (see `ferroflow cases`).
-    #[arg(value_name = "CASE", default_value = "cavity2d-re100")]
-    case: String,
-    /// Output directory [default: ferroflow-out/<case name>].
-    #[arg(long)]
+    /// Case file (TOML) or built-in case name [default: cavity2d-re100, or with --restart the
+    /// checkpoint's case].
+    #[arg(value_name = "CASE")]
+    case: Option<String>,
+    /// Output directory [default: ferroflow-out/<case name>/, or with --restart its directory].
+    #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Compute backend, overriding the case.
+    #[arg(long, value_parser = ["cpu", "cuda", "auto"])]
+    backend: Option<String>,
     /// Floating-point precision, overriding the case.
     #[arg(long, value_parser = ["f64", "f32"])]
     precision: Option<String>,
     /// CPU threads (0 = all cores), overriding the case.
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     threads: Option<usize>,
-    /// Print nothing while running.
-    #[arg(long)]
+    /// Set any key of the case (dotted path, TOML value), e.g. --set numerics.cfl=1.2.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<Override>,
+    /// Continue from the checkpoint in DIR (or the checkpoint file DIR).
+    #[arg(long, value_name = "DIR")]
+    restart: Option<PathBuf>,
+    /// Print nothing while running (run.log is still written).
+    #[arg(long, short)]
     quiet: bool,
 }
 
-/// Reads a case file, or a built-in case if no such file exists.
-pub fn load_case(name: &str) -> Result<Case, Failure> {
-    let path = Path::new(name);
-    if path.is_file() {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
-        Case::from_toml(&text, &path.display().to_string()).map_err(Failure::input)
-    } else {
-        ferroflow_solver::case::builtin(name).ok_or_else(|| {
-            Failure::input(format!(
-                "'{name}' is neither a case file nor a built-in case (see `ferroflow cases`)"
-            ))
-        })
-    }
-}
-
-/// A converged (or stopped) run: the problem, its final state (pressure referenced), the
-/// iteration record and how it ended.
-pub struct Solved<R> {
-    pub problem: Problem<R>,
-    pub fields: Fields<R>,
-    pub sim: Simulation,
-    pub outcome: Outcome,
-    pub backend: &'static str,
-}
-
-/// Solves `case` in precision `R`, printing a line per `log_every` iterations unless quiet.
-pub fn solve<R: Real>(case: &Case, quiet: bool) -> Result<Solved<R>, Failure> {
-    let problem = case
-        .problem::<R>()
-        .map_err(|e| Failure::input(format!("case '{}': {e}", case.case.name)))?;
-    let stop = case
-        .stop()
-        .map_err(|e| Failure::input(format!("case '{}': {e}", case.case.name)))?;
-    let mut backend = CpuBackend::new(&problem, case.backend.threads).map_err(Failure::runtime)?;
-    let names = problem.variable_names();
-    let mut sim = Simulation::new(stop);
-    let mut next_log = 0.0;
-    let outcome = sim
-        .run(&mut backend, names, |p| {
-            if !quiet && p.elapsed >= next_log {
-                let res: Vec<String> = names
-                    .iter()
-                    .zip(p.relative)
-                    .map(|(n, r)| format!("{n} {r:.2e}"))
-                    .collect();
-                eprintln!(
-                    "iter {:>8}  {}  ({:.1} s)",
-                    p.iteration,
-                    res.join("  "),
-                    p.elapsed
-                );
-                next_log = p.elapsed + 2.0;
-            }
-            Flow::Continue
-        })
-        .map_err(Failure::runtime)?;
-    let mut fields = backend.download().map_err(Failure::runtime)?;
-    problem.reference_pressure(&mut fields);
-    Ok(Solved {
-        problem,
-        fields,
-        sim,
-        outcome,
-        backend: backend.name(),
-    })
-}
-
-/// Deviations of the centreline profiles from published data for this Reynolds number.
-pub fn deviations<R: Real>(case: &Case, s: &Solved<R>) -> Vec<Deviation> {
-    let re = case.physics.reynolds;
-    let data = if re.fract() != 0.0 {
-        None
-    } else if case.grid.dim == 2 {
-        reference::ghia(re as u32)
-    } else {
-        reference::albensoeder_kuhlmann(re as u32)
-    };
-    let Some((ref_u, ref_v)) = data else {
-        return Vec::new();
-    };
-    let (u, v) = cavity::centrelines(&s.problem, &s.fields);
-    [
-        ("u(y) at x = 0.5", &u, ref_u),
-        ("v(x) at y = 0.5", &v, ref_v),
-    ]
-    .into_iter()
-    .map(|(name, computed, r)| {
-        let (dev, at) = cavity::max_deviation(computed, &r);
-        Deviation {
-            profile: name.into(),
-            source: r.source.into(),
-            max_abs_deviation: dev,
-            at,
-        }
-    })
-    .collect()
+/// Everything a run needs, checked except for the values the solver validates.
+pub struct Job {
+    pub loaded: LoadedCase,
+    pub out: PathBuf,
+    pub restart: Option<Checkpoint>,
+    pub mode: Mode,
+    pub interrupt: Interrupt,
 }
 
 pub fn run(args: RunArgs) -> Result<(), Failure> {
-    let mut case = load_case(&args.case)?;
-    if let Some(p) = args.precision {
-        case.backend.precision = p;
+    let interrupt = Interrupt::install().map_err(Failure::runtime)?;
+    let restart = args.restart.as_deref().map(read_checkpoint).transpose()?;
+    // The flags are shorthands for overrides, applied after the --set ones.
+    let mut overrides = args.set;
+    let flags = [
+        ("backend.kind", args.backend),
+        ("backend.precision", args.precision),
+        ("backend.threads", args.threads.map(|t| t.to_string())),
+    ];
+    for (key, value) in flags {
+        if let Some(value) = value {
+            overrides.push(Override {
+                key: key.into(),
+                value,
+            });
+        }
     }
-    if let Some(t) = args.threads {
-        case.backend.threads = t;
-    }
-    let out = args
-        .out
-        .unwrap_or_else(|| Path::new("ferroflow-out").join(&case.case.name));
-    match case.backend.precision.as_str() {
-        "f64" => run_in::<f64>(&case, &out, args.quiet),
-        "f32" => run_in::<f32>(&case, &out, args.quiet),
-        other => Err(Failure::input(format!(
-            "backend.precision = '{other}': expected 'f64' or 'f32'"
-        ))),
+    let loaded = match (&args.case, &restart) {
+        (Some(source), _) => LoadedCase::load(source, &overrides)?,
+        (None, Some((path, ck))) => LoadedCase::parse(
+            ck.case_toml.clone(),
+            &path.display().to_string(),
+            &overrides,
+        )?,
+        (None, None) => LoadedCase::load(DEFAULT_CASE, &overrides)?,
+    };
+    let out = match (args.out, &restart) {
+        (Some(out), _) => out,
+        (None, Some((path, _))) => match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        },
+        (None, None) => Path::new("ferroflow-out").join(&loaded.case.case.name),
+    };
+    execute(Job {
+        loaded,
+        out,
+        restart: restart.map(|(_, ck)| ck),
+        mode: Mode::detect(args.quiet),
+        interrupt,
+    })
+    .map(|_| ())
+}
+
+/// Reads the checkpoint in directory (or file) `path`; returns the file's path with it.
+fn read_checkpoint(path: &Path) -> Result<(PathBuf, Checkpoint), Failure> {
+    let file = if path.is_dir() {
+        path.join(checkpoint::FILE_NAME)
+    } else {
+        path.to_path_buf()
+    };
+    let ck = checkpoint::load(&file)
+        .map_err(|e| Failure::input(format!("--restart {}: {e}", file.display())))?;
+    Ok((file, ck))
+}
+
+/// Runs a job in the precision its case asks for; returns the summary of a finished run.
+pub fn execute(job: Job) -> Result<Summary, Failure> {
+    match job.loaded.case.backend.precision {
+        Precision::F64 => execute_in::<f64>(&job),
+        Precision::F32 => execute_in::<f32>(&job),
     }
 }
 
-fn run_in<R: Real>(case: &Case, out: &Path, quiet: bool) -> Result<(), Failure> {
-    let s = solve::<R>(case, quiet)?;
-    let write_err = |e: std::io::Error| Failure::runtime(format!("{}: {e}", out.display()));
-    std::fs::create_dir_all(out).map_err(write_err)?;
-    let names = s.problem.variable_names();
-    let last = s
-        .sim
-        .history
-        .last()
-        .map(|h| h.relative.clone())
-        .unwrap_or_default();
-    let nodes = s.problem.layout.interior_nodes() as f64;
-    let reference = deviations(case, &s);
-    let summary = Summary {
-        case: case.case.name.clone(),
-        dim: case.grid.dim,
-        grid: case.grid.nodes.clone(),
-        precision: R::NAME.into(),
-        backend: s.backend.into(),
-        iterations: s.sim.iteration,
-        converged: s.outcome.converged,
-        residuals: names
-            .iter()
-            .zip(&last)
-            .map(|(n, r)| (n.to_string(), (*r).into()))
-            .collect(),
-        wall_seconds: s.outcome.wall_seconds,
-        node_updates_per_second: nodes * s.sim.iteration as f64 / s.outcome.wall_seconds,
-        reference,
-    };
-    output::write_summary(&out.join("summary.json"), &summary).map_err(write_err)?;
-    output::write_residuals(&out.join("residuals.csv"), names, &s.sim.history)
-        .map_err(write_err)?;
-    let (u, v) = cavity::centrelines(&s.problem, &s.fields);
-    output::write_profile(&out.join("centerline_u.csv"), ["y", "u"], &u).map_err(write_err)?;
-    output::write_profile(&out.join("centerline_v.csv"), ["x", "v"], &v).map_err(write_err)?;
-    if !quiet {
-        eprintln!(
-            "{} after {} iterations ({:.2} s, {:.1} M node updates/s); results in {}",
-            if s.outcome.converged {
-                "converged"
-            } else {
-                "NOT converged"
-            },
-            s.sim.iteration,
-            s.outcome.wall_seconds,
-            summary.node_updates_per_second / 1e6,
-            out.display()
-        );
-        for d in &summary.reference {
-            eprintln!(
-                "  {}: max |deviation| {:.4} at {:.4} from {}",
-                d.profile, d.max_abs_deviation, d.at, d.source
-            );
+/// An iteration schedule: due at the first check at or after each multiple of `interval`, so
+/// that a restarted run writes at the same iterations as an uninterrupted one.
+struct Every {
+    interval: usize,
+    next: usize,
+}
+
+impl Every {
+    fn new(interval: usize, from: usize) -> Every {
+        let mut every = Every { interval, next: 0 };
+        every.done(from);
+        every
+    }
+
+    fn due(&self, iteration: usize) -> bool {
+        self.interval > 0 && iteration >= self.next
+    }
+
+    /// Schedules the next multiple after `iteration`.
+    fn done(&mut self, iteration: usize) {
+        if let Some(k) = iteration.checked_div(self.interval) {
+            self.next = (k + 1) * self.interval;
         }
     }
-    Ok(())
+}
+
+fn execute_in<R: Real>(job: &Job) -> Result<Summary, Failure> {
+    let mut session = Session::<R>::start(job)?;
+    let status = session.iterate()?;
+    session.finish(status)
+}
+
+/// A run in progress: the problem on its backend, the driver's record, the output directory.
+struct Session<'a, R: Real> {
+    job: &'a Job,
+    problem: Problem<R>,
+    backend: Box<dyn Backend<Real = R>>,
+    sim: Simulation,
+    /// Wall time of the iterations, earlier runs of a restarted one included.
+    wall_seconds: f64,
+    out: OutputDir,
+    report: Reporter,
+    /// The resolved case, as written to the log and to checkpoints.
+    resolved: String,
+}
+
+/// A file of the output directory could not be written.
+fn write_failure(dir: &Path) -> impl Fn(io::Error) -> Failure + '_ {
+    move |e| Failure::runtime(format!("{}: {e}", dir.display()))
+}
+
+impl<'a, R: Real> Session<'a, R> {
+    /// Validates the case and sets everything up; nothing is written before all is valid.
+    fn start(job: &'a Job) -> Result<Session<'a, R>, Failure> {
+        let case = &job.loaded.case;
+        let stop = case.stop().map_err(|e| job.loaded.invalid(&e))?;
+        let problem = case.problem::<R>().map_err(|e| job.loaded.invalid(&e))?;
+        let (mut backend, backend_line) = make_backend(&problem, &case.backend)?;
+        let (sim, wall_seconds) = match &job.restart {
+            Some(ck) => {
+                let state = ck
+                    .state::<R>(problem.layout, problem.equations())
+                    .map_err(|e| Failure::input(format!("--restart: {e}")))?;
+                backend.upload(&state).map_err(Failure::runtime)?;
+                (ck.simulation(stop), ck.wall_seconds)
+            }
+            None => (Simulation::new(stop), 0.0),
+        };
+
+        let out = OutputDir::create(&job.out, job.restart.as_ref().map(|ck| ck.iteration))?;
+        let resolved = case.to_toml();
+        std::fs::write(out.join("case.resolved.toml"), &resolved)
+            .map_err(write_failure(&job.out))?;
+        let work = Work {
+            names: problem.variable_names(),
+            nodes: problem.layout.interior_nodes(),
+            tolerance: stop.tolerance,
+            max_iterations: stop.max_iterations,
+            start_iteration: sim.iteration,
+        };
+        let append = job.restart.is_some();
+        let mut report = Reporter::new(job.mode, &out.join("run.log"), append, work)
+            .map_err(write_failure(&job.out))?;
+        log_header(&mut report, job, &backend_line, &resolved);
+        report.note(&format!(
+            "{}: {}D {:?}, {}, {}; output in {}",
+            case.case.name,
+            case.grid.dim,
+            case.grid.nodes,
+            R::NAME,
+            backend_line,
+            job.out.display()
+        ));
+        Ok(Session {
+            job,
+            problem,
+            backend,
+            sim,
+            wall_seconds,
+            out,
+            report,
+            resolved,
+        })
+    }
+
+    /// Iterates to convergence, the iteration limit or a signal, writing checkpoints and
+    /// snapshots when due. After divergence it writes the summary and residual history (no
+    /// fields), keeps the last checkpoint and fails with exit code 3.
+    fn iterate(&mut self) -> Result<Status, Failure> {
+        let output = &self.job.loaded.case.output;
+        let mut checkpoints = Every::new(output.checkpoint_interval, self.sim.iteration);
+        let mut snapshots = Every::new(output.field_interval, self.sim.iteration);
+        let names = self.problem.variable_names();
+        loop {
+            let mut signalled = false;
+            let result = self.sim.run(&mut *self.backend, names, |p| {
+                self.report.update(p.iteration, p.relative);
+                signalled = self.job.interrupt.requested();
+                // The driver holds the backend while it iterates: pause it to write files.
+                if signalled || checkpoints.due(p.iteration) || snapshots.due(p.iteration) {
+                    Flow::Stop
+                } else {
+                    Flow::Continue
+                }
+            });
+            let outcome = match result {
+                Ok(outcome) => outcome,
+                Err(e @ SolveError::Diverged { .. }) => return Err(self.diverged(e)),
+                Err(e) => return Err(Failure::runtime(e)),
+            };
+            self.wall_seconds += outcome.wall_seconds;
+            let iteration = self.sim.iteration;
+            let finished = outcome.converged || iteration >= self.sim.stop.max_iterations;
+            if snapshots.due(iteration) && !finished {
+                let fields = self.fields()?;
+                self.out
+                    .write_snapshot(&self.problem, &fields, iteration)
+                    .map_err(write_failure(&self.job.out))?;
+                snapshots.done(iteration);
+            }
+            if finished || signalled || checkpoints.due(iteration) {
+                self.save_checkpoint()?;
+                checkpoints.done(iteration);
+            }
+            match (finished, outcome.converged) {
+                (true, true) => return Ok(Status::Converged),
+                (true, false) => return Ok(Status::MaxIterations),
+                _ if signalled => return Ok(Status::Interrupted),
+                _ => {}
+            }
+        }
+    }
+
+    /// The current state with pressure referenced, as results show it.
+    fn fields(&mut self) -> Result<Fields<R>, Failure> {
+        let mut fields = self.backend.download().map_err(Failure::runtime)?;
+        self.problem.reference_pressure(&mut fields);
+        Ok(fields)
+    }
+
+    /// Writes the checkpoint: the raw backend state (pressure as the backend keeps it, so that
+    /// the continuation is bitwise the same) and the driver's record.
+    fn save_checkpoint(&mut self) -> Result<(), Failure> {
+        let state = self.backend.download().map_err(Failure::runtime)?;
+        let path = self.out.join(checkpoint::FILE_NAME);
+        checkpoint::save(&path, &self.resolved, &self.sim, self.wall_seconds, &state)
+            .map_err(write_failure(&self.job.out))
+    }
+
+    fn record(&self, status: Status) -> RunRecord<'_, R> {
+        RunRecord {
+            case: &self.job.loaded.case,
+            problem: &self.problem,
+            sim: &self.sim,
+            status,
+            wall_seconds: self.wall_seconds,
+            backend: self.backend.name(),
+        }
+    }
+
+    fn diverged(&mut self, error: SolveError) -> Failure {
+        self.report.finish();
+        if let Err(e) = self.out.write_results(&self.record(Status::Diverged), None) {
+            return write_failure(&self.job.out)(e);
+        }
+        let path = self.out.join(checkpoint::FILE_NAME);
+        let kept = if path.exists() {
+            format!("the last good checkpoint is kept ({})", path.display())
+        } else {
+            "no checkpoint had been written".into()
+        };
+        let message = format!("{error}; no fields written; {kept}");
+        self.report.log(&message);
+        Failure::diverged(message)
+    }
+
+    /// Writes the results and says how the run ended; an interrupted run fails with 130.
+    fn finish(mut self, status: Status) -> Result<Summary, Failure> {
+        self.report.finish();
+        let fields = self.fields()?;
+        let summary = self
+            .out
+            .write_results(&self.record(status), Some(&fields))
+            .map_err(write_failure(&self.job.out))?;
+        let verdict = match status {
+            Status::Converged => "converged",
+            Status::MaxIterations => "NOT converged (iteration limit)",
+            Status::Interrupted | Status::Diverged => "stopped",
+        };
+        let dir = self.job.out.display();
+        self.report.note(&format!(
+            "{verdict} after {} iterations ({:.2} s, {:.1} M node updates/s); results in {dir}",
+            self.sim.iteration,
+            self.wall_seconds,
+            summary.node_updates_per_second / 1e6,
+        ));
+        for d in &summary.reference {
+            self.report.note(&format!(
+                "  {}: max |deviation| {:.4} at {:.4} from {}",
+                d.profile, d.max_abs_deviation, d.at, d.source
+            ));
+        }
+        if status == Status::Interrupted {
+            let message = format!(
+                "stopped at iteration {}; checkpoint {}; continue with: ferroflow run --restart {dir}",
+                self.sim.iteration,
+                self.out.join(checkpoint::FILE_NAME).display(),
+            );
+            self.report.log(&message);
+            return Err(Failure::interrupted(message));
+        }
+        Ok(summary)
+    }
+}
+
+/// The log's header: how to reproduce the run.
+fn log_header(report: &mut Reporter, job: &Job, backend: &str, resolved: &str) {
+    report.log(&format!(
+        "ferroflow {} ({}-{})",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::ARCH,
+        std::env::consts::OS
+    ));
+    let args: Vec<String> = std::env::args().map(|a| shell_quote(&a)).collect();
+    report.log(&format!("command: {}", args.join(" ")));
+    if let Some(ck) = &job.restart {
+        report.log(&format!("restart: from iteration {}", ck.iteration));
+        for change in changed_keys(&ck.case_toml, resolved) {
+            report.log(&format!("  changed since the checkpoint: {change}"));
+        }
+    }
+    report.log(&format!("backend: {backend}"));
+    report.log("resolved case (also in case.resolved.toml):");
+    for line in resolved.lines() {
+        report.log(&format!("    {line}"));
+    }
+}
+
+/// `key = value` lines of `after` that `before` does not have.
+fn changed_keys(before: &str, after: &str) -> Vec<String> {
+    let flat = |text: &str| -> Vec<String> {
+        let table: toml::Table = toml::from_str(text).unwrap_or_default();
+        let mut lines = Vec::new();
+        for (section, keys) in &table {
+            for (key, value) in keys.as_table().into_iter().flatten() {
+                lines.push(format!("{section}.{key} = {value}"));
+            }
+        }
+        lines
+    };
+    let old = flat(before);
+    flat(after)
+        .into_iter()
+        .filter(|l| !old.contains(l))
+        .collect()
+}
+
+/// `arg` as a shell would need it to be typed.
+fn shell_quote(arg: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=,:@+".contains(c);
+    if !arg.is_empty() && arg.chars().all(plain) {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
+    }
 }

@@ -1,5 +1,8 @@
 //! `ferroflow verify`: manufactured-solution order of accuracy, cavity benchmarks.
-use crate::run::{deviations, load_case, solve};
+use crate::input::LoadedCase;
+use crate::progress::Mode;
+use crate::run::{execute, Job};
+use crate::signals::Interrupt;
 use crate::Failure;
 use clap::Subcommand;
 use ferroflow_core::{Backend, Numerics};
@@ -12,6 +15,8 @@ use std::path::PathBuf;
 #[derive(Subcommand)]
 pub enum VerifyCommand {
     /// Observed order of accuracy with manufactured solutions.
+    #[command(after_help = "Examples:\n  ferroflow verify mms --dim 2\n  \
+                            ferroflow verify mms --dim 3 --sizes 9,17,33")]
     Mms {
         /// 2 or 3.
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(2..=3))]
@@ -24,9 +29,14 @@ pub enum VerifyCommand {
         out: PathBuf,
     },
     /// Run the cavity cases and print the deviation from the published profiles.
+    #[command(after_help = "Examples:\n  ferroflow verify cavity\n  \
+                            ferroflow verify cavity cavity3d-re1000 --out verification")]
     Cavity {
         /// Cases to run [default: cavity2d-re100, cavity2d-re1000].
         cases: Vec<String>,
+        /// Directory for the runs' results, one subdirectory per case.
+        #[arg(long, default_value = "ferroflow-out/verify")]
+        out: PathBuf,
     },
 }
 
@@ -96,33 +106,47 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
             }
             Ok(())
         }
-        VerifyCommand::Cavity { cases } => {
+        VerifyCommand::Cavity { cases, out } => {
             let cases = if cases.is_empty() {
                 vec!["cavity2d-re100".to_string(), "cavity2d-re1000".to_string()]
             } else {
                 cases
             };
+            let interrupt = Interrupt::install().map_err(Failure::runtime)?;
+            // Each run reports as it ends; the table at the end gathers them.
+            let mut summaries = Vec::new();
             for name in cases {
-                let case = load_case(&name)?;
-                let s = solve::<f64>(&case, true)?;
-                println!(
-                    "{name}: {} after {} iterations ({:.1} s)",
-                    if s.outcome.converged {
-                        "converged"
-                    } else {
-                        "NOT converged"
-                    },
-                    s.sim.iteration,
-                    s.outcome.wall_seconds
-                );
-                let devs = deviations(&case, &s);
-                if devs.is_empty() {
-                    println!("  no reference data for this case");
-                }
-                for d in devs {
+                let loaded = LoadedCase::load(&name, &[])?;
+                let dir = out.join(&loaded.case.case.name);
+                summaries.push(execute(Job {
+                    loaded,
+                    out: dir,
+                    restart: None,
+                    mode: Mode::detect(false),
+                    interrupt: interrupt.clone(),
+                })?);
+            }
+            println!(
+                "{:<18} {:>10} {:<9} {:<16} {:>9} {:>7}  source",
+                "case", "iterations", "converged", "profile", "max |dev|", "at"
+            );
+            for s in &summaries {
+                if s.reference.is_empty() {
                     println!(
-                        "  {}: max |deviation| {:.4} at {:.4} ({})",
-                        d.profile, d.max_abs_deviation, d.at, d.source
+                        "{:<18} {:>10} {:<9} no reference data",
+                        s.case, s.iterations, s.converged
+                    );
+                }
+                for d in &s.reference {
+                    println!(
+                        "{:<18} {:>10} {:<9} {:<16} {:>9.4} {:>7.4}  {}",
+                        s.case,
+                        s.iterations,
+                        s.converged,
+                        d.profile,
+                        d.max_abs_deviation,
+                        d.at,
+                        d.source
                     );
                 }
             }

@@ -1,0 +1,136 @@
+//! Case input: a TOML file or a built-in case, `--set KEY=VALUE` overrides, and error messages
+//! that say where the problem is (file and line, or the override) and what is allowed.
+use crate::Failure;
+use ferroflow_core::ProblemError;
+use ferroflow_solver::case::{problem_key, BUILTIN};
+use ferroflow_solver::{Case, CaseError};
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+/// Case run when none is named.
+pub const DEFAULT_CASE: &str = "cavity2d-re100";
+
+/// One `--set KEY=VALUE`: a dotted key of the case and a TOML value (bare text is a string).
+#[derive(Debug, Clone)]
+pub struct Override {
+    pub key: String,
+    pub value: String,
+}
+
+impl FromStr for Override {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Override, String> {
+        match s.split_once('=') {
+            Some((key, value)) if !key.trim().is_empty() => Ok(Override {
+                key: key.trim().into(),
+                value: value.trim().into(),
+            }),
+            _ => Err(format!("'{s}': expected KEY=VALUE, e.g. numerics.cfl=0.8")),
+        }
+    }
+}
+
+impl fmt::Display for Override {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.key, self.value)
+    }
+}
+
+impl Override {
+    /// Sets the key in `table`, creating its section if the case file has none.
+    fn apply(&self, table: &mut toml::Table) -> Result<(), Failure> {
+        let value = toml::from_str::<toml::Table>(&format!("v = {}", self.value))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(self.value.clone()));
+        let mut parts: Vec<&str> = self.key.split('.').collect();
+        let last = parts.pop().expect("split yields at least one part");
+        let mut t = table;
+        for part in parts {
+            t = t
+                .entry(part)
+                .or_insert_with(|| toml::Table::new().into())
+                .as_table_mut()
+                .ok_or_else(|| {
+                    Failure::input(format!("--set {self}: '{part}' is not a section"))
+                })?;
+        }
+        t.insert(last.into(), value);
+        Ok(())
+    }
+}
+
+/// A case read from its origin, with the overrides applied.
+pub struct LoadedCase {
+    pub case: Case,
+    origin: String,
+    text: String,
+    overrides: Vec<Override>,
+}
+
+impl LoadedCase {
+    /// Reads `source`: a case file if one exists at that path (or the name looks like one),
+    /// else a built-in case.
+    pub fn load(source: &str, overrides: &[Override]) -> Result<LoadedCase, Failure> {
+        let path = Path::new(source);
+        let looks_like_file = source.ends_with(".toml") || source.contains(['/', '\\']);
+        if path.exists() || looks_like_file {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Failure::input(format!("{source}: cannot read case file: {e}")))?;
+            return LoadedCase::parse(text, source, overrides);
+        }
+        match BUILTIN.iter().find(|(name, _)| *name == source) {
+            Some((name, text)) => LoadedCase::parse(text.to_string(), name, overrides),
+            None => Err(Failure::input(format!(
+                "'{source}' is neither a case file nor a built-in case (built-in: {})",
+                builtin_names()
+            ))),
+        }
+    }
+
+    /// Parses case `text` from `origin`, then applies the overrides one by one so that an
+    /// error names the one at fault.
+    pub fn parse(
+        text: String,
+        origin: &str,
+        overrides: &[Override],
+    ) -> Result<LoadedCase, Failure> {
+        let mut case = Case::from_toml(&text, origin).map_err(Failure::input)?;
+        if !overrides.is_empty() {
+            let mut table: toml::Table = toml::from_str(&text).map_err(Failure::input)?;
+            for o in overrides {
+                o.apply(&mut table)?;
+                let edited = toml::to_string(&table).map_err(Failure::runtime)?;
+                case = Case::from_toml(&edited, "").map_err(|e| {
+                    Failure::input(CaseError {
+                        origin: format!("--set {o}"),
+                        line: None,
+                        ..e
+                    })
+                })?;
+            }
+        }
+        Ok(LoadedCase {
+            case,
+            origin: origin.into(),
+            text,
+            overrides: overrides.to_vec(),
+        })
+    }
+
+    /// A value the solver rejects, located at the override that set it or its line in the file.
+    pub fn invalid(&self, error: &ProblemError) -> Failure {
+        let key = problem_key(error);
+        match key.and_then(|k| self.overrides.iter().rev().find(|o| o.key == k)) {
+            Some(o) => Failure::input(format!("--set {o}: {error}")),
+            None => Failure::input(CaseError::invalid(&self.origin, &self.text, error)),
+        }
+    }
+}
+
+/// Names of the built-in cases, comma-separated.
+pub fn builtin_names() -> String {
+    BUILTIN.map(|(name, _)| name).join(", ")
+}

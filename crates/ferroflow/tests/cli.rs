@@ -1,0 +1,520 @@
+//! The `ferroflow` program as a user meets it: runs and their files, case input and its errors,
+//! restarts after SIGKILL, Ctrl-C, divergence, and the VTK output read back by VTK itself.
+//! Runs use small grids so that the suite stays fast on two cores.
+use assert_cmd::cargo::cargo_bin_cmd;
+use assert_cmd::Command;
+use ferroflow_solver::case::{builtin, KEYS};
+use ferroflow_solver::Case;
+use serde_json::Value;
+use std::fs;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+fn ferroflow(dir: &Path) -> Command {
+    let mut cmd = cargo_bin_cmd!("ferroflow");
+    cmd.current_dir(dir);
+    cmd
+}
+
+/// `ferroflow ARGS` started in the background, output discarded.
+fn spawn(dir: &Path, args: &[&str]) -> Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ferroflow"))
+        .current_dir(dir)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ferroflow starts")
+}
+
+/// Waits until `path` exists; panics after `limit`.
+fn wait_for(path: &Path, limit: Duration) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(start.elapsed() < limit, "{} did not appear", path.display());
+        sleep(Duration::from_millis(5));
+    }
+}
+
+fn summary(dir: &Path) -> Value {
+    serde_json::from_str(&fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+fn stderr_of(cmd: &mut Command) -> (Option<i32>, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn default_run_writes_every_result_into_the_default_directory() {
+    let tmp = TempDir::new().unwrap();
+    ferroflow(tmp.path())
+        .args(["run", "--set", "grid.nodes=[33,33]"])
+        .assert()
+        .success();
+    let out = tmp.path().join("ferroflow-out/cavity2d-re100");
+    let s = summary(&out);
+    for key in [
+        "case",
+        "dim",
+        "grid",
+        "precision",
+        "backend",
+        "iterations",
+        "converged",
+        "residuals",
+        "wall_seconds",
+        "node_updates_per_second",
+    ] {
+        assert!(s.get(key).is_some(), "summary.json lacks {key}");
+    }
+    assert_eq!(s["case"], "cavity2d-re100");
+    assert_eq!(
+        (s["converged"].as_bool(), s["precision"].as_str()),
+        (Some(true), Some("f64"))
+    );
+    assert_eq!(s["grid"], serde_json::json!([33, 33]));
+    let deviations = s["reference"].as_array().unwrap();
+    assert!(deviations
+        .iter()
+        .all(|d| d["max_abs_deviation"].as_f64().unwrap() < 0.02));
+
+    let first_line = |name: &str| {
+        let text = fs::read_to_string(out.join(name)).unwrap();
+        text.lines().next().unwrap().to_string()
+    };
+    assert_eq!(first_line("residuals.csv"), "iteration,p,u,v");
+    assert_eq!(first_line("centerline_u.csv"), "y,u");
+    assert_eq!(first_line("centerline_v.csv"), "x,v");
+    for png in ["residuals.png", "centerlines.png"] {
+        assert!(
+            fs::read(out.join(png)).unwrap().starts_with(b"\x89PNG"),
+            "{png}"
+        );
+    }
+    assert!(fs::read(out.join("fields.vti"))
+        .unwrap()
+        .starts_with(b"<?xml"));
+
+    // The resolved case reproduces the run: every default filled in, the override applied.
+    let resolved = fs::read_to_string(out.join("case.resolved.toml")).unwrap();
+    let case = Case::from_toml(&resolved, "case.resolved.toml").unwrap();
+    assert_eq!(case.grid.nodes, [33, 33]);
+    assert_eq!(case.numerics, builtin("cavity2d-re100").unwrap().numerics);
+    let log = fs::read_to_string(out.join("run.log")).unwrap();
+    assert!(log.contains("checkpoint_interval = 1000") && log.contains("converged after"));
+}
+
+#[test]
+fn every_builtin_case_is_listed_and_prints_in_full() {
+    let tmp = TempDir::new().unwrap();
+    let list = ferroflow(tmp.path()).arg("cases").output().unwrap();
+    let list = String::from_utf8(list.stdout).unwrap();
+    for (name, _) in ferroflow_solver::case::BUILTIN {
+        assert!(
+            list.lines().any(|l| l.starts_with(name)),
+            "{name} not listed"
+        );
+        let shown = ferroflow(tmp.path())
+            .args(["cases", "show", name])
+            .output()
+            .unwrap();
+        assert!(shown.status.success());
+        let text = String::from_utf8(shown.stdout).unwrap();
+        assert_eq!(Case::from_toml(&text, name), Ok(builtin(name).unwrap()));
+        assert!(text.lines().filter(|l| l.starts_with('#')).count() > KEYS.len());
+    }
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args(["cases", "show", "nope"]));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no built-in case named 'nope'"), "{err}");
+}
+
+#[test]
+fn bad_inputs_exit_2_naming_the_problem_and_create_no_output() {
+    let tmp = TempDir::new().unwrap();
+    let dir = tmp.path();
+    fs::write(dir.join("a-file"), "").unwrap();
+    let files = [
+        ("syntax.toml", "[numerics\ncfl = 1.0\n"),
+        (
+            "unknown.toml",
+            "[grid]\nnodes = [33, 33]\n\n[numerics]\ncfll = 0.5\n",
+        ),
+        ("type.toml", "[numerics]\ncfl = \"fast\"\n"),
+        ("reynolds.toml", "[physics]\nreynolds = -100.0\n"),
+        ("zero.toml", "[grid]\nnodes = [0, 0]\n"),
+        (
+            "cfl.toml",
+            "[case]\nname = \"x\"\n\n[numerics]\ncfl = 2.5\n",
+        ),
+        ("backend.toml", "[backend]\nkind = \"gpu\"\n"),
+    ];
+    for (name, text) in files {
+        fs::write(dir.join(name), text).unwrap();
+    }
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["syntax.toml"], &["syntax.toml:1:", "`]`"]),
+        (
+            &["unknown.toml"],
+            &["unknown.toml:5:", "numerics.cfll", "expected one of `cfl`"],
+        ),
+        (
+            &["type.toml"],
+            &["type.toml:2:", "numerics.cfl", "expected f64"],
+        ),
+        (
+            &["reynolds.toml"],
+            &["reynolds.toml:2:", "physics.reynolds = -100", "> 0"],
+        ),
+        (
+            &["zero.toml"],
+            &["zero.toml:2:", "grid.nodes", "at least 5"],
+        ),
+        (
+            &["cfl.toml"],
+            &["cfl.toml:5:", "numerics.cfl = 2.5", "0 < cfl <= 2"],
+        ),
+        (
+            &["--set", "numerics.cfl=0"],
+            &["--set numerics.cfl=0", "0 < cfl <= 2"],
+        ),
+        (
+            &["missing.toml"],
+            &["missing.toml", "cannot read case file"],
+        ),
+        (
+            &["--out", "a-file/out"],
+            &["cannot use output directory a-file/out"],
+        ),
+        (
+            &["backend.toml"],
+            &["backend.toml:2:", "backend.kind", "`cpu`, `cuda`, `auto`"],
+        ),
+        (
+            &["--backend", "cuda"],
+            &["backend.kind = \"cuda\"", "not built into this binary"],
+        ),
+        (
+            &["no-such-case"],
+            &["'no-such-case'", "built-in: cavity2d-re100"],
+        ),
+        (
+            &["--set", "numerics.kappa=abc"],
+            &["--set numerics.kappa=abc", "expected f64"],
+        ),
+        (
+            &["--set", "physics.lid_velocity=0"],
+            &["physics.lid_velocity = 0"],
+        ),
+        (
+            &["--set", "numerics.max_iterations=-1"],
+            &["numerics.max_iterations", "usize"],
+        ),
+        (&["--restart", "nowhere"], &["--restart nowhere"]),
+        (&["--precision", "f16"], &["invalid value 'f16'"]),
+    ];
+    for (args, expected) in cases {
+        let mut cmd = ferroflow(dir);
+        cmd.arg("run").args(*args);
+        if !args.contains(&"--out") {
+            cmd.args(["--out", "out"]);
+        }
+        let (code, err) = stderr_of(&mut cmd);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        for e in *expected {
+            assert!(err.contains(e), "{args:?}: '{e}' not in: {err}");
+        }
+        assert!(
+            !dir.join("out").exists(),
+            "{args:?} created the output directory"
+        );
+    }
+}
+
+#[test]
+fn restart_after_sigkill_ends_bitwise_as_an_uninterrupted_run() {
+    let tmp = TempDir::new().unwrap();
+    let args = [
+        "run",
+        "--quiet",
+        "--set",
+        "grid.nodes=[41,41]",
+        "--set",
+        "numerics.tolerance=1e-9",
+        "--set",
+        "output.checkpoint_interval=1000",
+        "--set",
+        "output.field_interval=4000",
+        "--out",
+    ];
+    let whole = [&args[..], &["whole"]].concat();
+    let killed = [&args[..], &["killed"]].concat();
+    ferroflow(tmp.path()).args(whole).assert().success();
+
+    let mut child = spawn(tmp.path(), &killed);
+    // Killed after the first snapshot, so that the restart must keep it.
+    wait_for(
+        &tmp.path().join("killed/fields_00004001.vti"),
+        Duration::from_secs(60),
+    );
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(
+        !tmp.path().join("killed/summary.json").exists(),
+        "the run ended before it was killed: make it longer"
+    );
+    ferroflow(tmp.path())
+        .args(["run", "--quiet", "--restart", "killed"])
+        .assert()
+        .success();
+
+    let (a, b) = (tmp.path().join("whole"), tmp.path().join("killed"));
+    for file in [
+        "fields.vti",
+        "residuals.csv",
+        "centerline_u.csv",
+        "fields.pvd",
+    ] {
+        let (x, y) = (
+            fs::read(a.join(file)).unwrap(),
+            fs::read(b.join(file)).unwrap(),
+        );
+        assert!(x == y, "{file} differs after the restart");
+    }
+    for entry in fs::read_dir(&a).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.starts_with("fields_") {
+            assert_eq!(
+                fs::read(a.join(&name)).unwrap(),
+                fs::read(b.join(&name)).unwrap()
+            );
+        }
+    }
+    assert_eq!(summary(&a)["iterations"], summary(&b)["iterations"]);
+    let log = fs::read_to_string(b.join("run.log")).unwrap();
+    assert!(log.contains("restart: from iteration"));
+}
+
+#[test]
+fn sigint_stops_with_a_checkpoint_results_and_exit_130() {
+    let tmp = TempDir::new().unwrap();
+    let out = tmp.path().join("out");
+    let mut child = spawn(
+        tmp.path(),
+        &[
+            "run",
+            "--set",
+            "numerics.tolerance=1e-12",
+            "--set",
+            "output.checkpoint_interval=200",
+            "--out",
+            "out",
+        ],
+    );
+    // Iterating once the first periodic checkpoint is there.
+    wait_for(&out.join("checkpoint.ffcp"), Duration::from_secs(60));
+    let pid = child.id().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no exit after SIGINT"
+        );
+        sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let s = summary(&out);
+    assert_eq!(
+        (s["status"].as_str(), s["converged"].as_bool()),
+        (Some("interrupted"), Some(false))
+    );
+    assert!(out.join("fields.vti").exists());
+    // The checkpoint continues the run (a loose tolerance ends it at once).
+    let iterations = s["iterations"].clone();
+    ferroflow(tmp.path())
+        .args([
+            "run",
+            "-q",
+            "--restart",
+            "out",
+            "--set",
+            "numerics.tolerance=0.9",
+        ])
+        .assert()
+        .success();
+    assert_eq!(summary(&out)["iterations"], iterations);
+    assert_eq!(summary(&out)["status"], "converged");
+}
+
+#[test]
+fn divergence_exits_3_naming_iteration_and_variable_without_fields() {
+    let tmp = TempDir::new().unwrap();
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args([
+        "run",
+        "--set",
+        "grid.nodes=[17,17]",
+        "--set",
+        "numerics.cfl=2",
+        "--set",
+        "numerics.c4=0.25",
+        "--set",
+        "output.checkpoint_interval=100",
+        "--out",
+        "out",
+    ]));
+    assert_eq!(code, Some(3), "{err}");
+    assert!(
+        err.contains("diverged at iteration") && err.contains("residual of"),
+        "{err}"
+    );
+    assert!(err.contains("the last good checkpoint is kept"), "{err}");
+    let out = tmp.path().join("out");
+    let s = summary(&out);
+    assert_eq!(s["status"], "diverged");
+    // It really blew up: growth by a million is the driver's threshold.
+    let last: Vec<f64> = fs::read_to_string(out.join("residuals.csv"))
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .split(',')
+        .skip(1)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert!(
+        last.iter().any(|r| *r > 1e3),
+        "residuals before divergence: {last:?}"
+    );
+    assert!(s["iterations"].as_u64().unwrap() < 200_000);
+    assert!(!out.join("fields.vti").exists() && !out.join("centerline_u.csv").exists());
+    assert!(out.join("checkpoint.ffcp").exists());
+}
+
+#[test]
+fn vtk_files_read_back_with_the_vtk_library() {
+    let Ok(python) = std::env::var("FERROFLOW_VTK_PYTHON") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must set FERROFLOW_VTK_PYTHON to a python with vtk (see .ci/run)"
+        );
+        eprintln!("skipped: FERROFLOW_VTK_PYTHON does not name a python with vtk");
+        return;
+    };
+    let tmp = TempDir::new().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vtk_readback.py");
+    let runs: [(&str, &[&str]); 2] = [
+        (
+            "f64",
+            &[
+                "--set",
+                "grid.nodes=[33,33]",
+                "--set",
+                "output.field_interval=3000",
+            ],
+        ),
+        (
+            "f32",
+            &[
+                "cavity3d-re100",
+                "--precision",
+                "f32",
+                "--set",
+                "grid.nodes=[9,11,13]",
+                "--set",
+                "numerics.tolerance=1e-4",
+            ],
+        ),
+    ];
+    for (precision, args) in runs {
+        ferroflow(tmp.path())
+            .args(["run", "-q", "--out", precision])
+            .args(args)
+            .assert()
+            .success();
+        let check = std::process::Command::new(&python)
+            .arg(&script)
+            .arg(tmp.path().join(precision))
+            .arg(precision)
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+}
+
+#[test]
+fn info_help_and_auto_backend_say_what_they_do() {
+    let tmp = TempDir::new().unwrap();
+    let info = ferroflow(tmp.path()).arg("info").output().unwrap();
+    let info = String::from_utf8(info.stdout).unwrap();
+    assert!(info.contains(env!("CARGO_PKG_VERSION")) && info.contains("cpu threads:"));
+    assert!(
+        info.contains("cuda  unavailable: not built into this binary"),
+        "{info}"
+    );
+    for command in [
+        &["run"][..],
+        &["cases"],
+        &["verify", "mms"],
+        &["verify", "cavity"],
+        &["bench"],
+        &["info"],
+        &[],
+    ] {
+        let help = ferroflow(tmp.path())
+            .args(command)
+            .arg("--help")
+            .output()
+            .unwrap();
+        let help = String::from_utf8(help.stdout).unwrap();
+        assert!(
+            help.contains("Example"),
+            "{command:?} --help has no examples"
+        );
+    }
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args([
+        "run",
+        "--backend",
+        "auto",
+        "--set",
+        "grid.nodes=[17,17]",
+        "--set",
+        "numerics.tolerance=1e-3",
+    ]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("cpu, ") && err.contains("auto: cuda is not built"),
+        "{err}"
+    );
+}
+
+#[test]
+fn docs_describe_every_case_key() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cases.md");
+    let docs = fs::read_to_string(docs).unwrap();
+    for key in KEYS {
+        assert!(
+            docs.contains(&format!("`{}`", key.key)),
+            "docs/cases.md lacks {}",
+            key.key
+        );
+    }
+}
