@@ -117,6 +117,10 @@ pub struct BackendSpec {
     pub precision: Precision,
     /// CPU threads (0 = all cores).
     pub threads: usize,
+    /// CUDA device ordinal.
+    pub device: usize,
+    /// Autotune the GPU launch shape (cached per device, grid, precision and kernel source).
+    pub tune: bool,
 }
 
 /// `[output]` section.
@@ -176,6 +180,8 @@ impl Default for BackendSpec {
             kind: BackendKind::Cpu,
             precision: Precision::F64,
             threads: 0,
+            device: 0,
+            tune: true,
         }
     }
 }
@@ -217,7 +223,7 @@ const fn key(
 }
 
 /// Every key of a case file, in file order.
-pub const KEYS: [KeyDoc; 18] = [
+pub const KEYS: [KeyDoc; 20] = [
     key(
         "case.name",
         "Name; the default output directory is ferroflow-out/<name>/",
@@ -299,6 +305,13 @@ pub const KEYS: [KeyDoc; 18] = [
         "\"f64\" or \"f32\"",
     ),
     key("backend.threads", "CPU threads, 0 = all cores", "-", ">= 0"),
+    key("backend.device", "CUDA device ordinal", "-", ">= 0"),
+    key(
+        "backend.tune",
+        "Autotune the CUDA launch shape (the choice is cached); false = default shape",
+        "-",
+        "true or false",
+    ),
     key(
         "output.checkpoint_interval",
         "Iterations between checkpoints, rounded up to a multiple of \

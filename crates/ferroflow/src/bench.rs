@@ -4,25 +4,46 @@ use crate::Failure;
 use clap::Args;
 use ferroflow_core::{Backend, Numerics, Real};
 use ferroflow_cpu::CpuBackend;
+use ferroflow_cuda::{CudaBackend, CudaOptions, TuneMode};
 use ferroflow_solver::cavity;
 use rayon::prelude::*;
 use std::time::Instant;
 
 /// Arguments of `ferroflow bench`.
 #[derive(Args)]
+#[command(after_help = "\
+Examples:
+  ferroflow bench                                   # CPU: 2049^2 and 193^3, f64 and f32
+  ferroflow bench --backend cuda --n2d 4097,8193 --n3d 257,513
+  ferroflow bench --backend cuda --n2d 4000,4096,4097,4200 --n3d '' --precision f64")]
 pub struct BenchArgs {
+    /// Backend to measure.
+    #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda"])]
+    backend: String,
     /// CPU threads (0 = all cores).
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// 2D grid (nodes per axis).
-    #[arg(long, default_value_t = 2049)]
-    n2d: usize,
-    /// 3D grid (nodes per axis).
-    #[arg(long, default_value_t = 193)]
-    n3d: usize,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Use the default CUDA launch shape instead of the tuned one.
+    #[arg(long)]
+    no_tune: bool,
+    /// 2D grids (nodes per axis), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "2049")]
+    n2d: Vec<usize>,
+    /// 3D grids (nodes per axis), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "193")]
+    n3d: Vec<usize>,
+    /// Precisions, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "f64,f32", value_parser = ["f64", "f32"])]
+    precision: Vec<String>,
     /// Timed repetitions (the median is reported).
     #[arg(long, default_value_t = 5)]
     repeats: usize,
+    /// Wall time of one repetition, seconds (sets the iterations per repetition).
+    #[arg(long, default_value_t = 0.3)]
+    seconds: f64,
 }
 
 const NUMERICS: Numerics = Numerics {
@@ -33,79 +54,137 @@ const NUMERICS: Numerics = Numerics {
 };
 
 /// Median of `repeats` timings of `f`, seconds.
-fn median_seconds(repeats: usize, mut f: impl FnMut()) -> f64 {
-    let mut t: Vec<f64> = (0..repeats.max(1))
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed().as_secs_f64()
-        })
-        .collect();
+fn median_seconds(
+    repeats: usize,
+    mut f: impl FnMut() -> Result<(), Failure>,
+) -> Result<f64, Failure> {
+    let mut t = Vec::new();
+    for _ in 0..repeats.max(1) {
+        let start = Instant::now();
+        f()?;
+        t.push(start.elapsed().as_secs_f64());
+    }
     t.sort_by(f64::total_cmp);
-    t[t.len() / 2]
+    Ok(t[t.len() / 2])
 }
 
 /// Copy bandwidth (bytes read + written per second) of a parallel copy of 2 × 256 MiB.
-fn copy_bandwidth(pool: &rayon::ThreadPool, repeats: usize) -> f64 {
+fn cpu_copy_bandwidth(pool: &rayon::ThreadPool, repeats: usize) -> f64 {
     let n = 32 << 20;
     let src = vec![1.0f64; n];
     let mut dst = vec![0.0f64; n];
     let chunk = 1 << 16;
-    let secs = median_seconds(repeats, || {
-        pool.install(|| {
-            dst.par_chunks_mut(chunk)
-                .zip(src.par_chunks(chunk))
-                .for_each(|(d, s)| d.copy_from_slice(s))
+    // One untimed copy first: it maps the destination's pages.
+    let mut t: Vec<f64> = (0..=repeats.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            pool.install(|| {
+                dst.par_chunks_mut(chunk)
+                    .zip(src.par_chunks(chunk))
+                    .for_each(|(d, s)| d.copy_from_slice(s))
+            });
+            start.elapsed().as_secs_f64()
         })
-    });
+        .collect();
+    let mut t = t.split_off(1);
+    t.sort_by(f64::total_cmp);
+    let secs = t[t.len() / 2];
     std::hint::black_box(&dst);
     (2 * n * 8) as f64 / secs
 }
 
-fn bench_case<R: Real>(
+/// Sets up the backend for the cavity on `n` nodes per axis; returns it with a description.
+fn backend<R: Real>(
+    args: &BenchArgs,
     dim: usize,
     n: usize,
-    args: &BenchArgs,
-    bandwidth: f64,
-) -> Result<(), Failure> {
+) -> Result<(Box<dyn Backend<Real = R>>, String), Failure> {
     let problem =
         cavity::lid_driven::<R>(dim, [n; 3], 1000.0, 1.0, NUMERICS).map_err(Failure::input)?;
-    let mut backend = CpuBackend::new(&problem, args.threads).map_err(Failure::runtime)?;
-    let nodes = problem.layout.interior_nodes() as f64;
-    // About 0.3 s of work per repetition at 100 M nodes/s.
-    let iters = ((3e7 / nodes) as usize).max(2);
-    backend.advance(iters).map_err(Failure::runtime)?;
+    if args.backend == "cpu" {
+        let b = CpuBackend::new(&problem, args.threads).map_err(Failure::runtime)?;
+        let what = format!("{} threads", b.threads());
+        return Ok((Box::new(b), what));
+    }
+    let tune = if args.no_tune {
+        TuneMode::Off
+    } else {
+        TuneMode::Cached
+    };
+    let options = CudaOptions {
+        device: args.device,
+        tune,
+        ..CudaOptions::default()
+    };
+    let b = CudaBackend::new(&problem, &options).map_err(Failure::runtime)?;
+    let shape = format!("shape {}", b.tuning().chosen);
+    Ok((Box::new(b), shape))
+}
+
+fn bench_case<R: Real>(
+    args: &BenchArgs,
+    dim: usize,
+    n: usize,
+    bandwidth: f64,
+) -> Result<(), Failure> {
+    let (mut backend, what) = backend::<R>(args, dim, n)?;
+    let nodes = ((n - 2) as f64).powi(dim as i32);
+    // Warm up (graph capture, caches), then size the repetitions from a timed chunk.
+    let mut iters = 10;
+    let secs = median_seconds(1, || {
+        backend.advance(iters).map(|_| ()).map_err(Failure::runtime)
+    })?;
+    iters = ((args.seconds / secs * iters as f64) as usize).clamp(2, 1_000_000);
     let secs = median_seconds(args.repeats, || {
-        backend.advance(iters).expect("benchmark iteration");
-    });
+        backend.advance(iters).map(|_| ()).map_err(Failure::runtime)
+    })?;
     let rate = nodes * iters as f64 / secs;
     let bytes = (2 * (1 + dim) * R::BYTES) as f64;
     let roofline = bandwidth / bytes;
     println!(
-        "{dim}D {n:>5}^{dim} {:>4} {:>9.3} G node-updates/s  {:>5.1}% of roofline ({:.0} B/node, {:.3} G/s)",
+        "{:<4} {dim}D {n:>5}^{dim} {:>4} {:>9.3} G node-updates/s {:>6.1}% of roofline  ({:.0} B/node; {iters} iterations x {}; {what})",
+        args.backend,
         R::NAME,
         rate / 1e9,
         100.0 * rate / roofline,
         bytes,
-        roofline / 1e9
+        args.repeats
     );
     Ok(())
 }
 
 pub fn bench(args: BenchArgs) -> Result<(), Failure> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.threads)
-        .build()
-        .map_err(Failure::runtime)?;
-    let bandwidth = copy_bandwidth(&pool, args.repeats);
-    println!(
-        "threads {}; copy bandwidth {:.2} GB/s (bytes read + written)",
-        pool.current_num_threads(),
-        bandwidth / 1e9
-    );
-    bench_case::<f64>(2, args.n2d, &args, bandwidth)?;
-    bench_case::<f32>(2, args.n2d, &args, bandwidth)?;
-    bench_case::<f64>(3, args.n3d, &args, bandwidth)?;
-    bench_case::<f32>(3, args.n3d, &args, bandwidth)?;
+    let bandwidth = if args.backend == "cpu" {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(args.threads)
+            .build()
+            .map_err(Failure::runtime)?;
+        let bw = cpu_copy_bandwidth(&pool, args.repeats);
+        println!(
+            "cpu: {} threads; copy bandwidth {:.2} GB/s (bytes read + written)",
+            pool.current_num_threads(),
+            bw / 1e9
+        );
+        bw
+    } else {
+        let device = ferroflow_cuda::probe().map_err(Failure::input)?;
+        let bw =
+            ferroflow_cuda::copy_bandwidth(args.device, 1 << 30, 20).map_err(Failure::runtime)?;
+        println!(
+            "cuda: {device}\ncopy bandwidth {:.1} GB/s (bytes read + written, device to device)",
+            bw / 1e9
+        );
+        bw
+    };
+    for (dim, sizes) in [(2, &args.n2d), (3, &args.n3d)] {
+        for &n in sizes.iter() {
+            for p in &args.precision {
+                match p.as_str() {
+                    "f64" => bench_case::<f64>(&args, dim, n, bandwidth)?,
+                    _ => bench_case::<f32>(&args, dim, n, bandwidth)?,
+                }
+            }
+        }
+    }
     Ok(())
 }

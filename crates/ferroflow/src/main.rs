@@ -9,6 +9,7 @@ mod progress;
 mod results;
 mod run;
 mod signals;
+mod tune;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -48,9 +49,11 @@ enum Command {
     Verify(verify::VerifyCommand),
     /// Throughput of the whole iteration against the memory-bandwidth roofline.
     #[command(
-        after_help = "Examples:\n  ferroflow bench\n  ferroflow bench --n2d 1025 --n3d 129 --threads 4"
+        after_help = "Examples:\n  ferroflow bench\n  ferroflow bench --n2d 1025 --n3d 129 --threads 4\n  ferroflow bench --backend cuda --n2d 4097,8193 --n3d 257,513"
     )]
     Bench(bench::BenchArgs),
+    /// Time every CUDA launch shape for a case, print the table, cache the fastest.
+    Tune(tune::TuneArgs),
     /// Version, CPU threads and the GPU backends usable on this machine.
     #[command(after_help = "Example:\n  ferroflow info")]
     Info,
@@ -100,6 +103,7 @@ fn main() -> ExitCode {
         Command::Cases(args) => cases::cases(args),
         Command::Verify(cmd) => verify::verify(cmd),
         Command::Bench(args) => bench::bench(args),
+        Command::Tune(args) => tune::tune(args),
         Command::Info => info::info(),
     };
     match result {

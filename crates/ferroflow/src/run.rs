@@ -48,6 +48,9 @@ pub struct RunArgs {
     /// Set any key of the case (dotted path, TOML value), e.g. --set numerics.cfl=1.2.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<Override>,
+    /// Use the default CUDA launch shape instead of the tuned one (backend.tune = false).
+    #[arg(long)]
+    no_tune: bool,
     /// Continue from the checkpoint in DIR (or the checkpoint file DIR).
     #[arg(long, value_name = "DIR")]
     restart: Option<PathBuf>,
@@ -74,6 +77,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         ("backend.kind", args.backend),
         ("backend.precision", args.precision),
         ("backend.threads", args.threads.map(|t| t.to_string())),
+        ("backend.tune", args.no_tune.then(|| "false".to_string())),
     ];
     for (key, value) in flags {
         if let Some(value) = value {

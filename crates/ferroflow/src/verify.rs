@@ -1,12 +1,13 @@
 //! `ferroflow verify`: manufactured-solution order of accuracy, cavity benchmarks.
-use crate::input::LoadedCase;
+use crate::backends::make_backend;
+use crate::input::{LoadedCase, Override};
 use crate::progress::Mode;
 use crate::run::{execute, Job};
 use crate::signals::Interrupt;
 use crate::Failure;
 use clap::Subcommand;
-use ferroflow_core::{Backend, Numerics};
-use ferroflow_cpu::CpuBackend;
+use ferroflow_core::Numerics;
+use ferroflow_solver::case::{BackendKind, BackendSpec};
 use ferroflow_solver::mms::{study, Manufactured};
 use ferroflow_solver::{output, Flow, Simulation, StopCriteria};
 use std::path::PathBuf;
@@ -16,7 +17,7 @@ use std::path::PathBuf;
 pub enum VerifyCommand {
     /// Observed order of accuracy with manufactured solutions.
     #[command(after_help = "Examples:\n  ferroflow verify mms --dim 2\n  \
-                            ferroflow verify mms --dim 3 --sizes 9,17,33")]
+                            ferroflow verify mms --dim 3 --sizes 9,17,33 --backend cuda")]
     Mms {
         /// 2 or 3.
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(2..=3))]
@@ -27,16 +28,23 @@ pub enum VerifyCommand {
         /// Output directory for mms.csv.
         #[arg(long, default_value = "ferroflow-out/mms")]
         out: PathBuf,
+        /// Compute backend.
+        #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda"])]
+        backend: String,
     },
     /// Run the cavity cases and print the deviation from the published profiles.
     #[command(after_help = "Examples:\n  ferroflow verify cavity\n  \
-                            ferroflow verify cavity cavity3d-re1000 --out verification")]
+                            ferroflow verify cavity cavity3d-re1000 --out verification\n  \
+                            ferroflow verify cavity cavity2d-re1000 --set 'grid.nodes=[257,257]' --set backend.kind=cuda")]
     Cavity {
         /// Cases to run [default: cavity2d-re100, cavity2d-re1000].
         cases: Vec<String>,
         /// Directory for the runs' results, one subdirectory per case.
         #[arg(long, default_value = "ferroflow-out/verify")]
         out: PathBuf,
+        /// Set a key of every case (dotted path, TOML value), e.g. --set backend.kind=cuda.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<Override>,
     },
 }
 
@@ -50,7 +58,20 @@ pub const MMS_NUMERICS: Numerics = Numerics {
 
 pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
     match cmd {
-        VerifyCommand::Mms { dim, sizes, out } => {
+        VerifyCommand::Mms {
+            dim,
+            sizes,
+            out,
+            backend,
+        } => {
+            let spec = BackendSpec {
+                kind: if backend == "cuda" {
+                    BackendKind::Cuda
+                } else {
+                    BackendKind::Cpu
+                },
+                ..BackendSpec::default()
+            };
             let dim = dim as usize;
             let sizes = if !sizes.is_empty() {
                 sizes
@@ -66,10 +87,12 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
                 check_interval: 100,
             };
             let rows = study::<f64>(&mms, &sizes, MMS_NUMERICS, |problem| {
-                let mut backend = CpuBackend::new(problem, 0).map_err(|e| e.to_string())?;
+                let (mut backend, _) = make_backend(problem, &spec).map_err(|f| f.message)?;
                 let mut sim = Simulation::new(stop);
                 let outcome = sim
-                    .run(&mut backend, problem.variable_names(), |_| Flow::Continue)
+                    .run(backend.as_mut(), problem.variable_names(), |_| {
+                        Flow::Continue
+                    })
                     .map_err(|e| e.to_string())?;
                 eprintln!(
                     "n = {:>4}: {} iterations, {:.1} s{}",
@@ -106,7 +129,7 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
             }
             Ok(())
         }
-        VerifyCommand::Cavity { cases, out } => {
+        VerifyCommand::Cavity { cases, out, set } => {
             let cases = if cases.is_empty() {
                 vec!["cavity2d-re100".to_string(), "cavity2d-re1000".to_string()]
             } else {
@@ -116,7 +139,7 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
             // Each run reports as it ends; the table at the end gathers them.
             let mut summaries = Vec::new();
             for name in cases {
-                let loaded = LoadedCase::load(&name, &[])?;
+                let loaded = LoadedCase::load(&name, &set)?;
                 let dir = out.join(&loaded.case.case.name);
                 summaries.push(execute(Job {
                     loaded,

@@ -1,0 +1,78 @@
+//! `ferroflow tune`: time every CUDA launch shape for a case's grid and precision, print the
+//! table and cache the fastest.
+use crate::backends::cuda_options;
+use crate::input::{LoadedCase, Override, DEFAULT_CASE};
+use crate::Failure;
+use clap::Args;
+use ferroflow_core::Real;
+use ferroflow_cuda::{CudaBackend, TuneMode, DEFAULT_SHAPE};
+use ferroflow_solver::case::Precision;
+
+/// Arguments of `ferroflow tune`.
+#[derive(Args)]
+#[command(after_help = "\
+Examples:
+  ferroflow tune cavity3d-re1000 --set 'grid.nodes=[257,257,257]'
+  ferroflow tune my-case.toml --precision f32")]
+pub struct TuneArgs {
+    /// Case file (TOML) or built-in case name.
+    #[arg(value_name = "CASE", default_value = DEFAULT_CASE)]
+    case: String,
+    /// Floating-point precision, overriding the case.
+    #[arg(long, value_parser = ["f64", "f32"])]
+    precision: Option<String>,
+    /// Set any key of the case (dotted path, TOML value).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<Override>,
+}
+
+pub fn tune(args: TuneArgs) -> Result<(), Failure> {
+    let mut overrides = args.set;
+    if let Some(p) = args.precision {
+        overrides.push(Override {
+            key: "backend.precision".into(),
+            value: p,
+        });
+    }
+    let loaded = LoadedCase::load(&args.case, &overrides)?;
+    match loaded.case.backend.precision {
+        Precision::F64 => tune_in::<f64>(&loaded),
+        Precision::F32 => tune_in::<f32>(&loaded),
+    }
+}
+
+fn tune_in<R: Real>(loaded: &LoadedCase) -> Result<(), Failure> {
+    let case = &loaded.case;
+    let problem = case.problem::<R>().map_err(|e| loaded.invalid(&e))?;
+    let mut spec = case.backend.clone();
+    spec.tune = true;
+    let backend = CudaBackend::new(&problem, &cuda_options(&spec, TuneMode::Always))
+        .map_err(Failure::input)?;
+    let report = backend.tuning();
+    println!(
+        "{} on {}: grid {:?}, {}",
+        case.case.name,
+        backend.device_name(),
+        case.grid.nodes,
+        R::NAME
+    );
+    print!("{report}");
+    let time_of = |shape| {
+        report
+            .rows
+            .iter()
+            .find(|r| r.shape == shape)
+            .map(|r| r.seconds)
+    };
+    if let (Some(default), Some(best)) = (time_of(DEFAULT_SHAPE), time_of(report.chosen)) {
+        println!(
+            "tuned {} over default {}: {:.1}% faster ({:.2} -> {:.2} us per iteration)",
+            report.chosen,
+            DEFAULT_SHAPE,
+            100.0 * (default / best - 1.0),
+            default * 1e6,
+            best * 1e6
+        );
+    }
+    Ok(())
+}
