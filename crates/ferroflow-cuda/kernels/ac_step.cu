@@ -27,32 +27,64 @@ struct Coeffs {
     real_t inv_4nu;
 };
 
+// Values along z around the node a 3D thread is at, kept in registers while it marches up
+// in k: each value is loaded once per thread instead of once per node that reads it.
+struct ZQueue {
+    real_t p[5];       // p at k-2 .. k+2
+    real_t vel[3][3];  // velocity component m at k-1 .. k+1
+};
+
+// Loads the queue for the node at offset `o` (3D).
+__device__ __forceinline__ void zqueue_fill(ZQueue& z, const Vars& cur, idx_t o, idx_t s) {
+    for (int l = 0; l < 5; ++l) z.p[l] = load(cur.v[0], o + (l - 2) * s);
+    for (int m = 0; m < 3; ++m)
+        for (int l = 0; l < 3; ++l) z.vel[m][l] = load(cur.v[1 + m], o + (l - 1) * s);
+}
+
+// Moves the queue one node up in k; `o` is the offset of the new node.
+__device__ __forceinline__ void zqueue_shift(ZQueue& z, const Vars& cur, idx_t o, idx_t s) {
+    for (int l = 0; l < 4; ++l) z.p[l] = z.p[l + 1];
+    z.p[4] = load(cur.v[0], o + 2 * s);
+    for (int m = 0; m < 3; ++m) {
+        z.vel[m][0] = z.vel[m][1];
+        z.vel[m][1] = z.vel[m][2];
+        z.vel[m][2] = load(cur.v[1 + m], o + s);
+    }
+}
+
+// Value of variable `v` (0 = p) at offset `o + l * stride[d]`, from the z queue along z in 3D.
+__device__ __forceinline__ real_t at(const Vars& cur, const ZQueue& z, const Grid& g, int v, int d,
+                                     idx_t o, int l) {
+    if (DIM == 3 && d == 2) return v == 0 ? z.p[2 + l] : z.vel[v - 1][1 + l];
+    return load(cur.v[v], o + l * g.stride[d]);
+}
+
 // Updates the node at offset `o` into `next` and, if `norms`, adds its squared residuals.
 template <bool SRC>
 __device__ __forceinline__ void update_node(const Coeffs& c, const Grid& g, const Vars& cur,
-                                            const Vars& next, const Vars& src, idx_t o,
-                                            real_t p_shift, int norms, double sums[EQUATIONS]) {
-    const real_t* p = cur.v[0];
+                                            const ZQueue& z, const Vars& next, const Vars& src,
+                                            idx_t o, real_t p_shift, int norms,
+                                            double sums[EQUATIONS]) {
     real_t vel[DIM];
     real_t speed2 = 0;
     for (int d = 0; d < DIM; ++d) {
-        vel[d] = load(cur.v[1 + d], o);
+        vel[d] = DIM == 3 ? z.vel[d][1] : load(cur.v[1 + d], o);
         speed2 = speed2 + vel[d] * vel[d];
     }
     const real_t beta2 = local_beta2(speed2, c.beta2_min);
-    const real_t pc = load(p, o);
+    const real_t pc = DIM == 3 ? z.p[2] : load(cur.v[0], o);
     real_t sum_lh = 0, sum_l2 = 0, diss = 0, div = 0;
     for (int d = 0; d < DIM; ++d) {
-        const idx_t s = g.stride[d];
         const real_t lam = spectral_radius(vel[d], beta2);
         const real_t lh = lam * c.inv_h[d];
         sum_lh = sum_lh + lh;
         sum_l2 = sum_l2 + lam * lam;
-        const real_t d4 = fourth_difference(load(p, o - 2 * s), load(p, o - s), pc,
-                                            load(p, o + s), load(p, o + 2 * s));
+        const real_t d4 = fourth_difference(at(cur, z, g, 0, d, o, -2), at(cur, z, g, 0, d, o, -1),
+                                            pc, at(cur, z, g, 0, d, o, 1),
+                                            at(cur, z, g, 0, d, o, 2));
         diss = diss + lh * d4;
-        div = div + central_difference(load(cur.v[1 + d], o - s), load(cur.v[1 + d], o + s),
-                                       c.inv_2h[d]);
+        div = div + central_difference(at(cur, z, g, 1 + d, d, o, -1),
+                                       at(cur, z, g, 1 + d, d, o, 1), c.inv_2h[d]);
     }
     const real_t dt = local_time_step(c.cfl, sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
     real_t rp = -beta2 * div - c.c4 * diss;
@@ -65,16 +97,14 @@ __device__ __forceinline__ void update_node(const Coeffs& c, const Grid& g, cons
         sums[0] += (double)rp_ref * (double)rp_ref;
     }
     for (int m = 0; m < DIM; ++m) {
-        const real_t* um = cur.v[1 + m];
         real_t conv = 0, lap = 0;
         for (int d = 0; d < DIM; ++d) {
-            const idx_t s = g.stride[d];
-            const real_t lo = load(um, o - s), hi = load(um, o + s);
+            const real_t lo = at(cur, z, g, 1 + m, d, o, -1), hi = at(cur, z, g, 1 + m, d, o, 1);
             conv = conv + vel[d] * central_difference(lo, hi, c.inv_2h[d]);
             lap = lap + second_difference(lo, vel[m], hi, c.inv_h2[d]);
         }
-        const idx_t s = g.stride[m];
-        const real_t grad_p = central_difference(load(p, o - s), load(p, o + s), c.inv_2h[m]);
+        const real_t grad_p =
+            central_difference(at(cur, z, g, 0, m, o, -1), at(cur, z, g, 0, m, o, 1), c.inv_2h[m]);
         real_t r = c.nu * lap - conv - grad_p * c.inv_rho;
         if (SRC) r = r + load(src.v[1 + m], o);
         if (norms) sums[1 + m] += (double)r * (double)r;
@@ -95,11 +125,17 @@ __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const
     const real_t p_shift = load(cur.v[0], g.p_ref);
     double sums[EQUATIONS];
     for (int e = 0; e < EQUATIONS; ++e) sums[e] = 0;
-    if (i < g.n[0] - 1 && j < g.n[1] - 1) {
+    if (i < g.n[0] - 1 && j < g.n[1] - 1 && (DIM == 2 || k0 < g.n[2] - 1)) {
+        idx_t o = node_offset(g, i, j, k0);
+        ZQueue z;
+        if (DIM == 3) zqueue_fill(z, cur, o, g.stride[2]);
         for (int m = 0; m < K_PER_THREAD; ++m) {
-            const idx_t k = k0 + m;
-            if (DIM == 3 && k >= g.n[2] - 1) break;
-            update_node<SRC>(c, g, cur, next, src, node_offset(g, i, j, k), p_shift, norms, sums);
+            if (m > 0) {
+                if (k0 + m >= g.n[2] - 1) break;
+                o += g.stride[2];
+                zqueue_shift(z, cur, o, g.stride[2]);
+            }
+            update_node<SRC>(c, g, cur, z, next, src, o, p_shift, norms, sums);
         }
     }
     if (norms) {

@@ -152,6 +152,12 @@ impl Build {
             // The CPU backend flushes subnormals to zero; the GPU can in f32 only (f64 keeps
             // them, which changes nothing above 1e-300).
             format!("--ftz={}", self.precision == Precision::F32),
+            // f32 runs trade correctly rounded division and square root (a dozen instructions
+            // each, which made the f32 kernel instruction-bound) for the hardware
+            // approximations (within 2 ulp). They set the local time step and the spectral
+            // radius, not the discrete equations' form; f64 stays IEEE, bitwise as the CPU.
+            format!("--prec-div={}", self.precision == Precision::F64),
+            format!("--prec-sqrt={}", self.precision == Precision::F64),
             format!("-DREAL={}", self.precision.c_type()),
             format!("-DGHOST={GHOST}"),
         ];

@@ -153,8 +153,12 @@ pub fn candidates(dim: usize) -> Vec<LaunchShape> {
             s([32, 4, 2], 1),
             s([32, 4, 1], 2),
             s([32, 4, 1], 4),
+            s([32, 4, 1], 8),
             s([32, 8, 1], 2),
+            s([32, 8, 1], 4),
             s([64, 2, 1], 4),
+            s([64, 4, 1], 4),
+            s([32, 4, 1], 16),
         ]
     };
     std::iter::once(DEFAULT_SHAPE)
