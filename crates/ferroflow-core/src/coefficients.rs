@@ -1,4 +1,4 @@
-use crate::{Problem, Real};
+use crate::{Energy, Problem, Real};
 
 /// Per-run constants of the artificial-compressibility update in the run's precision,
 /// computed once in f64 and rounded once, so that every backend starts from identical values.
@@ -22,10 +22,16 @@ pub struct Coefficients<R> {
     pub c4: R,
     /// Floor of the artificial compressibility, κ U_ref².
     pub beta2_min: R,
-    /// Viscous rate of the time step, 2ν Σ 1/h².
+    /// Diffusive rate of the time step, 2 max(ν, α) Σ 1/h² (α only with the energy equation).
     pub viscous_rate: R,
-    /// 1 / 4ν, of the cell-Péclet limit of the time step.
+    /// 1 / 4 min(ν, α), of the cell-Péclet limit of the time step.
     pub inv_4nu: R,
+    /// Thermal diffusivity α (0 without the energy equation).
+    pub alpha: R,
+    /// Boussinesq reference temperature T_ref.
+    pub t_ref: R,
+    /// −β_T g⃗ per axis: the momentum source per unit T − T_ref.
+    pub buoyancy: [R; 3],
 }
 
 impl<R: Real> Coefficients<R> {
@@ -34,8 +40,21 @@ impl<R: Real> Coefficients<R> {
         let (ph, num) = (problem.physics, problem.numerics);
         let h = problem.spacing;
         let dim = problem.layout.dim;
-        let viscous_rate: f64 =
-            2.0 * ph.viscosity * h[..dim].iter().map(|h| 1.0 / (h * h)).sum::<f64>();
+        // The time step limits of the fastest and the slowest diffusion (forward Euler, cell
+        // Péclet number): equal to ν without the energy equation.
+        let (fast, slow) = match problem.energy {
+            Some(e) => (
+                ph.viscosity.max(e.diffusivity),
+                ph.viscosity.min(e.diffusivity),
+            ),
+            None => (ph.viscosity, ph.viscosity),
+        };
+        let viscous_rate: f64 = 2.0 * fast * h[..dim].iter().map(|h| 1.0 / (h * h)).sum::<f64>();
+        let energy = problem.energy.unwrap_or(Energy {
+            diffusivity: 0.0,
+            buoyancy: [0.0; 3],
+            t_ref: 0.0,
+        });
         Coefficients {
             inv_h: h.map(|h| R::of(1.0 / h)),
             inv_2h: h.map(|h| R::of(0.5 / h)),
@@ -46,7 +65,10 @@ impl<R: Real> Coefficients<R> {
             c4: R::of(num.c4),
             beta2_min: R::of(num.kappa * num.u_ref * num.u_ref),
             viscous_rate: R::of(viscous_rate),
-            inv_4nu: R::of(0.25 / ph.viscosity),
+            inv_4nu: R::of(0.25 / slow),
+            alpha: R::of(energy.diffusivity),
+            t_ref: R::of(energy.t_ref),
+            buoyancy: energy.buoyancy.map(R::of),
         }
     }
 }

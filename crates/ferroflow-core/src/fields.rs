@@ -1,7 +1,7 @@
 use crate::{Layout, Real};
 
 /// Host copy of a block's variables, one array per variable (structure of arrays).
-/// Variable order: `p, u, v[, w]`.
+/// Variable order: `p, u, v[, w][, T]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fields<R> {
     /// Memory layout shared by every variable.

@@ -21,5 +21,5 @@ pub use coefficients::Coefficients;
 pub use error::{BackendError, ProblemError};
 pub use fields::Fields;
 pub use layout::{Layout, GHOST};
-pub use problem::{Numerics, Physics, Problem, Side, SideBc, MIN_NODES};
+pub use problem::{Energy, Numerics, Physics, Problem, Side, SideBc, MIN_NODES};
 pub use real::Real;

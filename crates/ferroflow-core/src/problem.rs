@@ -66,8 +66,25 @@ impl Side {
 pub enum SideBc {
     /// No-slip wall. The wall velocity is the velocity held at the side's boundary nodes in the
     /// initial state (a moving lid, or exact values for manufactured solutions); pressure at
-    /// the wall and in the ghosts comes from quadratic extrapolation of the interior.
+    /// the wall and in the ghosts comes from quadratic extrapolation of the interior. With the
+    /// energy equation the wall is isothermal: T is held at its boundary-node values too.
     Wall,
+    /// No-slip wall without heat flux: as [`SideBc::Wall`], but T at the wall node comes from
+    /// the second-order one-sided zero-gradient extrapolation (4 T₁ − T₂) / 3 and its ghosts
+    /// mirror the interior (T₋ₗ = Tₗ). Without the energy equation it is a [`SideBc::Wall`].
+    AdiabaticWall,
+}
+
+/// The energy equation ∂T/∂τ + u·∇T = α∇²T and its Boussinesq coupling: the momentum
+/// equations gain the source −β_T (T − T_ref) g⃗.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Energy {
+    /// Thermal diffusivity α (m²/s).
+    pub diffusivity: f64,
+    /// −β_T g⃗ per axis (m/s²/K): the momentum source is this times (T − T_ref).
+    pub buoyancy: [f64; 3],
+    /// Reference temperature T_ref of the Boussinesq approximation.
+    pub t_ref: f64,
 }
 
 /// Everything a backend needs to iterate one block.
@@ -89,6 +106,8 @@ pub struct Problem<R> {
     pub initial: Fields<R>,
     /// Source term per equation (manufactured solutions), if any.
     pub source: Option<Fields<R>>,
+    /// The energy equation, if solved: temperature is then the variable after the velocity.
+    pub energy: Option<Energy>,
 }
 
 /// Fewest nodes per axis: one interior node beyond the three the wall extrapolation reads.
@@ -154,7 +173,32 @@ impl<R: Real> Problem<R> {
             pressure_ref: layout.n.map(|n| n / 2),
             initial,
             source: None,
+            energy: None,
         })
+    }
+
+    /// Adds the energy equation; `initial` must hold T after the velocity components, and its
+    /// boundary-node values are the temperatures of the isothermal walls.
+    pub fn with_energy(mut self, energy: Energy) -> Result<Problem<R>, ProblemError> {
+        positive("physics.diffusivity", energy.diffusivity)?;
+        for x in energy.buoyancy.into_iter().chain([energy.t_ref]) {
+            if !x.is_finite() {
+                return Err(ProblemError::OutOfRange {
+                    name: "physics.gravity",
+                    value: x,
+                    allowed: "finite values",
+                });
+            }
+        }
+        self.energy = Some(energy);
+        if self.initial.vars.len() != self.equations() {
+            return Err(ProblemError::Shape {
+                what: "initial state",
+                got: self.initial.vars.len() * self.layout.len,
+                expected: self.equations() * self.layout.len,
+            });
+        }
+        Ok(self)
     }
 
     /// Adds a source term per equation (same layout and variable count as the state).
@@ -170,14 +214,25 @@ impl<R: Real> Problem<R> {
         Ok(self)
     }
 
-    /// Number of equations (= variables): continuity plus one momentum equation per axis.
+    /// Number of equations (= variables): continuity, one momentum equation per axis, and
+    /// energy if solved.
     pub fn equations(&self) -> usize {
-        1 + self.layout.dim
+        1 + self.layout.dim + self.energy.is_some() as usize
+    }
+
+    /// Index of the temperature variable, if the energy equation is solved.
+    pub fn temperature(&self) -> Option<usize> {
+        self.energy.map(|_| 1 + self.layout.dim)
     }
 
     /// Names of the variables, in storage order.
     pub fn variable_names(&self) -> &'static [&'static str] {
-        &["p", "u", "v", "w"][..self.equations()]
+        match (self.layout.dim, self.energy.is_some()) {
+            (2, false) => &["p", "u", "v"],
+            (2, true) => &["p", "u", "v", "T"],
+            (_, false) => &["p", "u", "v", "w"],
+            (_, true) => &["p", "u", "v", "w", "T"],
+        }
     }
 
     /// Coordinates of node `(i, j, k)`.

@@ -1,19 +1,39 @@
 //! Physical boundary conditions: fill boundary nodes and ghost layers after each pass.
-use crate::formulas::extrapolate_quadratic;
+use crate::formulas::{extrapolate_quadratic, extrapolate_zero_gradient};
 use ferroflow_core::{Fields, Layout, Real, Side, SideBc, GHOST};
 
 /// Fills every side of `f` in x, y, z order. Along axes filled earlier the range covers the
-/// ghosts too, so edges and corners end up consistent.
-pub(crate) fn fill_boundaries<R: Real>(f: &mut Fields<R>, sides: &[SideBc; 6]) {
+/// ghosts too, so edges and corners end up consistent. `temperature` is the index of T, if
+/// the energy equation is solved.
+pub(crate) fn fill_boundaries<R: Real>(
+    f: &mut Fields<R>,
+    sides: &[SideBc; 6],
+    temperature: Option<usize>,
+) {
     let l = f.layout;
     for side in Side::ALL.into_iter().take(2 * l.dim) {
-        match sides[side as usize] {
-            // Velocity at a wall is fixed data held in the boundary nodes; pressure is
-            // extrapolated to the wall node and its ghosts.
-            SideBc::Wall => for_each_face_node(&l, side, |o, inward| {
-                extrapolate_outward(&mut f.vars[0], o, inward)
-            }),
-        }
+        // Velocity at a wall, and T at an isothermal one, are fixed data held in the boundary
+        // nodes; pressure is extrapolated to the wall node and its ghosts.
+        let adiabatic = match sides[side as usize] {
+            SideBc::Wall => None,
+            SideBc::AdiabaticWall => temperature,
+        };
+        for_each_face_node(&l, side, |o, inward| {
+            extrapolate_outward(&mut f.vars[0], o, inward);
+            if let Some(t) = adiabatic {
+                mirror_outward(&mut f.vars[t], o, inward);
+            }
+        });
+    }
+}
+
+/// Zero normal gradient at the wall node `o`: its value from the two nodes inside it, and the
+/// ghosts beyond it mirroring the nodes inside (T is even about the wall).
+fn mirror_outward<R: Real>(t: &mut [R], o: usize, inward: isize) {
+    let step = |n: isize| (o as isize + n * inward) as usize;
+    t[o] = extrapolate_zero_gradient(t[step(1)], t[step(2)]);
+    for layer in 1..=GHOST as isize {
+        t[step(-layer)] = t[step(layer)];
     }
 }
 

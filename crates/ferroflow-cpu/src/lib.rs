@@ -16,6 +16,7 @@ use ferroflow_core::{
 pub struct CpuBackend<R: Real> {
     coeffs: Coefficients<R>,
     sides: [SideBc; 6],
+    temperature: Option<usize>,
     p_ref: usize,
     source: Option<Fields<R>>,
     cur: Fields<R>,
@@ -38,6 +39,7 @@ impl<R: Real> CpuBackend<R> {
         let mut backend = CpuBackend {
             coeffs: Coefficients::new(problem),
             sides: problem.sides,
+            temperature: problem.temperature(),
             p_ref: problem.pressure_ref_offset(),
             source: problem.source.clone(),
             cur: problem.initial.clone(),
@@ -66,17 +68,18 @@ impl<R: Real> Backend for CpuBackend<R> {
         let mut res = Residuals::default();
         for _ in 0..iterations {
             let p_shift = self.cur.vars[0][self.p_ref];
-            let (c, cur, next, src, sums) = (
+            let (c, cur, next, src, energy, sums) = (
                 &self.coeffs,
                 &self.cur,
                 &mut self.next,
                 self.source.as_ref(),
+                self.temperature.is_some(),
                 &mut self.row_sums,
             );
             res = self
                 .pool
-                .install(|| step::interior_pass(c, cur, next, src, p_shift, sums));
-            boundary::fill_boundaries(&mut self.next, &self.sides);
+                .install(|| step::interior_pass(c, cur, next, src, energy, p_shift, sums));
+            boundary::fill_boundaries(&mut self.next, &self.sides, self.temperature);
             std::mem::swap(&mut self.cur, &mut self.next);
         }
         Ok(res)
@@ -94,8 +97,9 @@ impl<R: Real> Backend for CpuBackend<R> {
             });
         }
         self.cur.clone_from(fields);
-        let (cur, sides) = (&mut self.cur, &self.sides);
-        self.pool.install(|| boundary::fill_boundaries(cur, sides));
+        let (cur, sides, t) = (&mut self.cur, &self.sides, self.temperature);
+        self.pool
+            .install(|| boundary::fill_boundaries(cur, sides, t));
         // Boundary nodes of both buffers carry the wall data; the pass writes interiors only.
         self.next.clone_from(&self.cur);
         Ok(())

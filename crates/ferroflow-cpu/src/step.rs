@@ -1,19 +1,24 @@
 //! The fused interior pass: one sweep over memory per pseudo-time iteration computes β², the
 //! spectral radii, the fourth-difference dissipation, the local time step, the residuals, the
-//! updated state and the residual partial sums, with no temporary arrays.
+//! updated state and the residual partial sums, with no temporary arrays. The energy equation
+//! (a const generic, so that flows without it compile to the same code as before) adds T,
+//! its transport and its buoyancy in the momentum equations to the same pass.
 use crate::formulas::*;
 use ferroflow_core::{Coefficients as Coeffs, Fields, Layout, Real, Residuals, MAX_EQUATIONS};
 use rayon::prelude::*;
 
+/// Most variables of a state: p, u, v, w, T.
+const V: usize = MAX_EQUATIONS;
+
 /// Raw pointers to the output arrays. Rows are written by one task each, so writes never
 /// overlap; the pointers outlive the pass (they borrow `next` mutably for its duration).
-struct Out<R>([*mut R; 4]);
+struct Out<R>([*mut R; V]);
 unsafe impl<R> Send for Out<R> {}
 unsafe impl<R> Sync for Out<R> {}
 
 impl<R> Out<R> {
     /// The pointers (a method, so closures capture the `Sync` wrapper, not its field).
-    fn ptrs(&self) -> [*mut R; 4] {
+    fn ptrs(&self) -> [*mut R; V] {
         self.0
     }
 }
@@ -23,13 +28,9 @@ impl<R> Out<R> {
 /// # Safety
 /// No other live slice may cover these nodes (each row belongs to one task), and `'a` must
 /// not outlive the arrays behind `ptrs`.
-unsafe fn row_slices<'a, R, const D: usize>(
-    ptrs: [*mut R; 4],
-    start: usize,
-    count: usize,
-) -> [&'a mut [R]; 4] {
+unsafe fn row_slices<'a, R>(ptrs: [*mut R; V], start: usize, count: usize) -> [&'a mut [R]; V] {
     std::array::from_fn(|v| {
-        if v <= D {
+        if !ptrs[v].is_null() {
             std::slice::from_raw_parts_mut(ptrs[v].add(start), count)
         } else {
             &mut []
@@ -48,22 +49,44 @@ fn at<R: Copy>(a: &[R], o: usize) -> R {
 /// the update loop carries no dependency and vectorises.
 const CHUNK: usize = 64;
 
-/// Updates the interior nodes of one row (fixed j, k) and returns its residual sums.
+/// Convection `u·∇q` and Laplacian `∇²q` of the transported variable `q` (a velocity
+/// component or T) at offset `o`, where it is `centre`, by central differences.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn update_row<R: Real, const D: usize, const SRC: bool>(
+fn transport<R: Real, const D: usize>(
     c: &Coeffs<R>,
     st: [usize; 3],
-    q: [&[R]; 4],
-    src: [&[R]; 4],
-    out: [&mut [R]; 4],
+    q: &[R],
+    o: usize,
+    vel: &[R; D],
+    centre: R,
+) -> (R, R) {
+    let (mut conv, mut lap) = (R::zero(), R::zero());
+    for d in 0..D {
+        let s = st[d];
+        let (lo, hi) = (at(q, o - s), at(q, o + s));
+        conv = conv + vel[d] * central_difference(lo, hi, c.inv_2h[d]);
+        lap = lap + second_difference(lo, centre, hi, c.inv_h2[d]);
+    }
+    (conv, lap)
+}
+
+/// Updates the interior nodes of one row (fixed j, k) and returns its residual sums. With `E`
+/// (energy), T is variable `1 + D`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn update_row<R: Real, const D: usize, const SRC: bool, const E: bool>(
+    c: &Coeffs<R>,
+    st: [usize; 3],
+    q: [&[R]; V],
+    src: [&[R]; V],
+    out: [&mut [R]; V],
     start: usize,
     p_shift: R,
 ) -> [f64; MAX_EQUATIONS] {
     let p = q[0];
     let count = out[0].len();
     let mut sums = [0.0f64; MAX_EQUATIONS];
-    let mut res = [[R::zero(); CHUNK]; 4];
+    let mut res = [[R::zero(); CHUNK]; V];
     for first in (0..count).step_by(CHUNK) {
         let len = CHUNK.min(count - first);
         for t in 0..len {
@@ -104,26 +127,32 @@ fn update_row<R: Real, const D: usize, const SRC: bool>(
             // The norm measures the change of the referenced pressure: a uniform drift (which
             // the reference shift removes) is not a residual.
             res[0][t] = rp - p_shift / dt;
+            let tc = if E { at(q[1 + D], o) } else { R::zero() };
             for m in 0..D {
-                let um = q[1 + m];
-                let (mut conv, mut lap) = (R::zero(), R::zero());
-                for d in 0..D {
-                    let s = st[d];
-                    let (lo, hi) = (at(um, o - s), at(um, o + s));
-                    conv = conv + vel[d] * central_difference(lo, hi, c.inv_2h[d]);
-                    lap = lap + second_difference(lo, vel[m], hi, c.inv_h2[d]);
-                }
+                let (conv, lap) = transport(c, st, q[1 + m], o, &vel, vel[m]);
                 let s = st[m];
                 let grad_p = central_difference(at(p, o - s), at(p, o + s), c.inv_2h[m]);
                 let mut r = c.nu * lap - conv - grad_p * c.inv_rho;
+                if E {
+                    r = r + buoyancy(c.buoyancy[m], tc, c.t_ref);
+                }
                 if SRC {
                     r = r + at(src[1 + m], o);
                 }
                 res[1 + m][t] = r;
                 out[1 + m][x] = vel[m] + dt * r;
             }
+            if E {
+                let (conv, lap) = transport(c, st, q[1 + D], o, &vel, tc);
+                let mut r = c.alpha * lap - conv;
+                if SRC {
+                    r = r + at(src[1 + D], o);
+                }
+                res[1 + D][t] = r;
+                out[1 + D][x] = tc + dt * r;
+            }
         }
-        for (sum, r) in sums.iter_mut().zip(&res).take(1 + D) {
+        for (sum, r) in sums.iter_mut().zip(&res).take(1 + D + E as usize) {
             *sum += r[..len].iter().map(|r| r.f64() * r.f64()).sum::<f64>();
         }
     }
@@ -138,16 +167,28 @@ pub(crate) fn interior_pass<R: Real>(
     cur: &Fields<R>,
     next: &mut Fields<R>,
     source: Option<&Fields<R>>,
+    energy: bool,
     p_shift: R,
     row_sums: &mut [[f64; MAX_EQUATIONS]],
 ) -> Residuals {
-    let l = cur.layout;
-    match (l.dim, source.is_some()) {
-        (2, false) => pass::<R, 2, false>(c, cur, next, source, p_shift, row_sums),
-        (2, true) => pass::<R, 2, true>(c, cur, next, source, p_shift, row_sums),
-        (3, false) => pass::<R, 3, false>(c, cur, next, source, p_shift, row_sums),
-        _ => pass::<R, 3, true>(c, cur, next, source, p_shift, row_sums),
+    macro_rules! dispatch {
+        ($(($d:literal, $s:literal, $e:literal)),*) => {
+            match (cur.layout.dim, source.is_some(), energy) {
+                $(($d, $s, $e) => pass::<R, $d, $s, $e>(c, cur, next, source, p_shift, row_sums),)*
+                (dim, ..) => unreachable!("dimension {dim}"),
+            }
+        };
     }
+    dispatch!(
+        (2, false, false),
+        (2, true, false),
+        (3, false, false),
+        (3, true, false),
+        (2, false, true),
+        (2, true, true),
+        (3, false, true),
+        (3, true, true)
+    )
 }
 
 /// Number of interior rows (fixed j, k) of a layout.
@@ -155,7 +196,7 @@ pub(crate) fn interior_rows(l: &Layout) -> usize {
     (l.n[1] - 2) * if l.dim == 3 { l.n[2] - 2 } else { 1 }
 }
 
-fn pass<R: Real, const D: usize, const SRC: bool>(
+fn pass<R: Real, const D: usize, const SRC: bool, const E: bool>(
     c: &Coeffs<R>,
     cur: &Fields<R>,
     next: &mut Fields<R>,
@@ -165,13 +206,13 @@ fn pass<R: Real, const D: usize, const SRC: bool>(
 ) -> Residuals {
     let l = cur.layout;
     let empty: &[R] = &[];
-    let q: [&[R]; 4] = std::array::from_fn(|v| cur.vars.get(v).map_or(empty, |a| a.as_slice()));
-    let src: [&[R]; 4] = std::array::from_fn(|v| {
+    let q: [&[R]; V] = std::array::from_fn(|v| cur.vars.get(v).map_or(empty, |a| a.as_slice()));
+    let src: [&[R]; V] = std::array::from_fn(|v| {
         source
             .and_then(|s| s.vars.get(v))
             .map_or(empty, |a| a.as_slice())
     });
-    let mut ptrs = [std::ptr::null_mut(); 4];
+    let mut ptrs = [std::ptr::null_mut(); V];
     for (ptr, v) in ptrs.iter_mut().zip(next.vars.iter_mut()) {
         *ptr = v.as_mut_ptr();
     }
@@ -188,11 +229,11 @@ fn pass<R: Real, const D: usize, const SRC: bool>(
             let k = if D == 3 { 1 + r / rows_j } else { 0 };
             let start = l.index(1, j as isize, k as isize);
             // SAFETY: row r is this task's alone.
-            let rows = unsafe { row_slices::<R, D>(out.ptrs(), start, count) };
-            *sums = update_row::<R, D, SRC>(c, l.stride, q, src, rows, start, p_shift);
+            let rows = unsafe { row_slices(out.ptrs(), start, count) };
+            *sums = update_row::<R, D, SRC, E>(c, l.stride, q, src, rows, start, p_shift);
         });
     let mut total = Residuals {
-        equations: 1 + D,
+        equations: 1 + D + E as usize,
         nodes: l.interior_nodes(),
         ..Default::default()
     };

@@ -44,4 +44,14 @@ __device__ __forceinline__ real_t extrapolate_quadratic(real_t a, real_t b, real
     return (real_t)3 * (a - b) + c;
 }
 
+// Boussinesq buoyancy source of one momentum component, coef (T - T_ref), coef = -beta_T g.
+__device__ __forceinline__ real_t buoyancy(real_t coef, real_t t, real_t t_ref) {
+    return coef * (t - t_ref);
+}
+
+// Wall value with zero normal gradient from the two nodes inside it: (4 a - b) / 3.
+__device__ __forceinline__ real_t extrapolate_zero_gradient(real_t a, real_t b) {
+    return ((real_t)4 * a - b) / (real_t)3;
+}
+
 #endif

@@ -3,11 +3,14 @@
 // current state and writes the interior nodes of the next one; wall nodes and ghosts are left
 // to boundary.cu. A thread updates node (i, j) in 2D, or K_PER_THREAD consecutive nodes along
 // k in 3D. When `norms` is set, each block writes its residual sums to `partials`
-// (partials[e * blocks + block]) for reduce.cu to add up in a fixed order.
+// (partials[e * blocks + block]) for reduce.cu to add up in a fixed order. The template
+// switches SRC (source terms) and ENERGY (temperature T after the velocity, its transport and
+// its buoyancy in the momentum equations) make four entry points; without them the code is
+// that of the flow alone.
 #include "ac_formulas.cuh"
 
 #define BLOCK_THREADS (BLOCK_X * BLOCK_Y * BLOCK_Z)
-#define EQUATIONS (1 + DIM)
+#define MAX_EQUATIONS (2 + DIM)
 
 static_assert(DIM == 2 || DIM == 3, "DIM is 2 or 3");
 static_assert(DIM == 3 || (BLOCK_Z == 1 && K_PER_THREAD == 1), "2D launch shapes are flat");
@@ -25,50 +28,69 @@ struct Coeffs {
     real_t beta2_min;
     real_t viscous_rate;
     real_t inv_4nu;
+    real_t alpha;
+    real_t t_ref;
+    real_t buoyancy[3];
 };
 
 // Values along z around the node a 3D thread is at, kept in registers while it marches up
 // in k: each value is loaded once per thread instead of once per node that reads it.
 struct ZQueue {
-    real_t p[5];       // p at k-2 .. k+2
-    real_t vel[3][3];  // velocity component m at k-1 .. k+1
+    real_t p[5];     // p at k-2 .. k+2
+    real_t q[4][3];  // u, v, w, T at k-1 .. k+1
 };
 
 // Loads the queue for the node at offset `o` (3D).
+template <bool ENERGY>
 __device__ __forceinline__ void zqueue_fill(ZQueue& z, const Vars& cur, idx_t o, idx_t s) {
     for (int l = 0; l < 5; ++l) z.p[l] = load(cur.v[0], o + (l - 2) * s);
-    for (int m = 0; m < 3; ++m)
-        for (int l = 0; l < 3; ++l) z.vel[m][l] = load(cur.v[1 + m], o + (l - 1) * s);
+    for (int m = 0; m < 3 + ENERGY; ++m)
+        for (int l = 0; l < 3; ++l) z.q[m][l] = load(cur.v[1 + m], o + (l - 1) * s);
 }
 
 // Moves the queue one node up in k; `o` is the offset of the new node.
+template <bool ENERGY>
 __device__ __forceinline__ void zqueue_shift(ZQueue& z, const Vars& cur, idx_t o, idx_t s) {
     for (int l = 0; l < 4; ++l) z.p[l] = z.p[l + 1];
     z.p[4] = load(cur.v[0], o + 2 * s);
-    for (int m = 0; m < 3; ++m) {
-        z.vel[m][0] = z.vel[m][1];
-        z.vel[m][1] = z.vel[m][2];
-        z.vel[m][2] = load(cur.v[1 + m], o + s);
+    for (int m = 0; m < 3 + ENERGY; ++m) {
+        z.q[m][0] = z.q[m][1];
+        z.q[m][1] = z.q[m][2];
+        z.q[m][2] = load(cur.v[1 + m], o + s);
     }
 }
 
 // Value of variable `v` (0 = p) at offset `o + l * stride[d]`, from the z queue along z in 3D.
 __device__ __forceinline__ real_t at(const Vars& cur, const ZQueue& z, const Grid& g, int v, int d,
                                      idx_t o, int l) {
-    if (DIM == 3 && d == 2) return v == 0 ? z.p[2 + l] : z.vel[v - 1][1 + l];
+    if (DIM == 3 && d == 2) return v == 0 ? z.p[2 + l] : z.q[v - 1][1 + l];
     return load(cur.v[v], o + l * g.stride[d]);
 }
 
+// Convection u.grad(q) and Laplacian of the transported variable `v` (a velocity component or
+// T) at offset `o`, where it is `centre`: the twin of `transport` in step.rs.
+__device__ __forceinline__ void transport(const Coeffs& c, const Grid& g, const Vars& cur,
+                                          const ZQueue& z, int v, idx_t o, const real_t vel[DIM],
+                                          real_t centre, real_t& conv, real_t& lap) {
+    conv = 0;
+    lap = 0;
+    for (int d = 0; d < DIM; ++d) {
+        const real_t lo = at(cur, z, g, v, d, o, -1), hi = at(cur, z, g, v, d, o, 1);
+        conv = conv + vel[d] * central_difference(lo, hi, c.inv_2h[d]);
+        lap = lap + second_difference(lo, centre, hi, c.inv_h2[d]);
+    }
+}
+
 // Updates the node at offset `o` into `next` and, if `norms`, adds its squared residuals.
-template <bool SRC>
+template <bool SRC, bool ENERGY>
 __device__ __forceinline__ void update_node(const Coeffs& c, const Grid& g, const Vars& cur,
                                             const ZQueue& z, const Vars& next, const Vars& src,
                                             idx_t o, real_t p_shift, int norms,
-                                            double sums[EQUATIONS]) {
+                                            double sums[MAX_EQUATIONS]) {
     real_t vel[DIM];
     real_t speed2 = 0;
     for (int d = 0; d < DIM; ++d) {
-        vel[d] = DIM == 3 ? z.vel[d][1] : load(cur.v[1 + d], o);
+        vel[d] = DIM == 3 ? z.q[d][1] : load(cur.v[1 + d], o);
         speed2 = speed2 + vel[d] * vel[d];
     }
     const real_t beta2 = local_beta2(speed2, c.beta2_min);
@@ -96,23 +118,29 @@ __device__ __forceinline__ void update_node(const Coeffs& c, const Grid& g, cons
         const real_t rp_ref = rp - p_shift / dt;
         sums[0] += (double)rp_ref * (double)rp_ref;
     }
+    const real_t tc = ENERGY ? (DIM == 3 ? z.q[DIM][1] : load(cur.v[1 + DIM], o)) : (real_t)0;
     for (int m = 0; m < DIM; ++m) {
-        real_t conv = 0, lap = 0;
-        for (int d = 0; d < DIM; ++d) {
-            const real_t lo = at(cur, z, g, 1 + m, d, o, -1), hi = at(cur, z, g, 1 + m, d, o, 1);
-            conv = conv + vel[d] * central_difference(lo, hi, c.inv_2h[d]);
-            lap = lap + second_difference(lo, vel[m], hi, c.inv_h2[d]);
-        }
+        real_t conv, lap;
+        transport(c, g, cur, z, 1 + m, o, vel, vel[m], conv, lap);
         const real_t grad_p =
             central_difference(at(cur, z, g, 0, m, o, -1), at(cur, z, g, 0, m, o, 1), c.inv_2h[m]);
         real_t r = c.nu * lap - conv - grad_p * c.inv_rho;
+        if (ENERGY) r = r + buoyancy(c.buoyancy[m], tc, c.t_ref);
         if (SRC) r = r + load(src.v[1 + m], o);
         if (norms) sums[1 + m] += (double)r * (double)r;
         next.v[1 + m][o] = vel[m] + dt * r;
     }
+    if (ENERGY) {
+        real_t conv, lap;
+        transport(c, g, cur, z, 1 + DIM, o, vel, tc, conv, lap);
+        real_t r = c.alpha * lap - conv;
+        if (SRC) r = r + load(src.v[1 + DIM], o);
+        if (norms) sums[1 + DIM] += (double)r * (double)r;
+        next.v[1 + DIM][o] = tc + dt * r;
+    }
 }
 
-template <bool SRC>
+template <bool SRC, bool ENERGY>
 __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const Vars& cur,
                                            const Vars& next, const Vars& src, double* partials,
                                            int norms) {
@@ -123,40 +151,41 @@ __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const
     const idx_t k0 = DIM == 3 ? 1 + ((idx_t)blockIdx.z * BLOCK_Z + threadIdx.z) * K_PER_THREAD : 0;
     // The reference pressure of the current state, read here so that the host never waits.
     const real_t p_shift = load(cur.v[0], g.p_ref);
-    double sums[EQUATIONS];
-    for (int e = 0; e < EQUATIONS; ++e) sums[e] = 0;
+    const int equations = 1 + DIM + ENERGY;
+    double sums[MAX_EQUATIONS];
+    for (int e = 0; e < MAX_EQUATIONS; ++e) sums[e] = 0;
     if (i < g.n[0] - 1 && j < g.n[1] - 1 && (DIM == 2 || k0 < g.n[2] - 1)) {
         idx_t o = node_offset(g, i, j, k0);
         ZQueue z;
-        if (DIM == 3) zqueue_fill(z, cur, o, g.stride[2]);
+        if (DIM == 3) zqueue_fill<ENERGY>(z, cur, o, g.stride[2]);
         for (int m = 0; m < K_PER_THREAD; ++m) {
             if (m > 0) {
                 if (k0 + m >= g.n[2] - 1) break;
                 o += g.stride[2];
-                zqueue_shift(z, cur, o, g.stride[2]);
+                zqueue_shift<ENERGY>(z, cur, o, g.stride[2]);
             }
-            update_node<SRC>(c, g, cur, z, next, src, o, p_shift, norms, sums);
+            update_node<SRC, ENERGY>(c, g, cur, z, next, src, o, p_shift, norms, sums);
         }
     }
     if (norms) {
         const idx_t blocks = (idx_t)gridDim.x * gridDim.y * gridDim.z;
         const idx_t b = blockIdx.x + (idx_t)gridDim.x * (blockIdx.y + (idx_t)gridDim.y * blockIdx.z);
-        for (int e = 0; e < EQUATIONS; ++e) {
+        for (int e = 0; e < equations; ++e) {
             const double total = block_sum(sums[e], scratch, t, BLOCK_THREADS);
             if (t == 0) partials[e * blocks + b] = total;
         }
     }
 }
 
-// Both entry points take the same arguments; `src` is unused without a source term.
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
-    ac_step(const Coeffs c, const Grid g, const Vars cur, const Vars next, const Vars src,
-            double* partials, const int norms) {
-    step_block<false>(c, g, cur, next, src, partials, norms);
-}
+// Every entry point takes the same arguments; `src` is unused without a source term.
+#define AC_STEP_ENTRY(name, SRC, ENERGY)                                                          \
+    extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)                                   \
+        name(const Coeffs c, const Grid g, const Vars cur, const Vars next, const Vars src,      \
+             double* partials, const int norms) {                                                \
+        step_block<SRC, ENERGY>(c, g, cur, next, src, partials, norms);                          \
+    }
 
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
-    ac_step_src(const Coeffs c, const Grid g, const Vars cur, const Vars next, const Vars src,
-                double* partials, const int norms) {
-    step_block<true>(c, g, cur, next, src, partials, norms);
-}
+AC_STEP_ENTRY(ac_step, false, false)
+AC_STEP_ENTRY(ac_step_src, true, false)
+AC_STEP_ENTRY(ac_step_energy, false, true)
+AC_STEP_ENTRY(ac_step_energy_src, true, true)

@@ -8,10 +8,12 @@
 // Thread f of block row `side` (0 = low, 1 = high) handles face node (lo1 + f % count1,
 // lo2 + f / count1) along the tangential axes (axis + 1) % 3 and (axis + 2) % 3: pressure at
 // the wall node and its GHOST ghosts, each extrapolated from the three nodes inside it (wall
-// velocities are fixed data). Bit s of `walls` says whether side s is a wall.
-extern "C" __global__ void fill_walls(real_t* p, const Grid g, const int axis, const int walls,
-                                      const idx_t lo1, const idx_t count1, const idx_t lo2,
-                                      const idx_t count2) {
+// velocities are fixed data). Bit s of `walls` says whether side s is a wall, bit s of
+// `adiabatic` whether T (the array `t`, null without the energy equation) has zero normal
+// gradient there: the wall value from the two nodes inside, the ghosts mirroring them.
+extern "C" __global__ void fill_walls(real_t* p, real_t* t, const Grid g, const int axis,
+                                      const int walls, const int adiabatic, const idx_t lo1,
+                                      const idx_t count1, const idx_t lo2, const idx_t count2) {
     const int side = blockIdx.y;
     const idx_t f = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (!((walls >> side) & 1) || f >= count1 * count2) return;
@@ -29,5 +31,9 @@ extern "C" __global__ void fill_walls(real_t* p, const Grid g, const int axis, c
     for (int layer = 0; layer <= GHOST; ++layer) {
         const idx_t w = o - layer * inward;
         p[w] = extrapolate_quadratic(p[w + inward], p[w + 2 * inward], p[w + 3 * inward]);
+    }
+    if (t && ((adiabatic >> side) & 1)) {
+        t[o] = extrapolate_zero_gradient(t[o + inward], t[o + 2 * inward]);
+        for (int layer = 1; layer <= GHOST; ++layer) t[o - layer * inward] = t[o + layer * inward];
     }
 }

@@ -10,8 +10,8 @@
 typedef REAL real_t;
 typedef long long idx_t;
 
-// Variables of a state: p, u, v[, w] (unused entries are null).
-#define MAX_VARS 4
+// Variables of a state: p, u, v[, w][, T] (unused entries are null).
+#define MAX_VARS 5
 
 struct Vars {
     real_t* v[MAX_VARS];

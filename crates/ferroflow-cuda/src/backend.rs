@@ -90,8 +90,7 @@ impl<R: Real> CudaBackend<R> {
         };
         let boundary = BoundaryKernel::new(
             device.load(device.compile(&build(Program::Boundary))?, "fill_walls")?,
-            &layout,
-            &problem.sides,
+            problem,
         );
         let reduce = ReduceKernel {
             function: device.load(device.compile(&build(Program::Reduce))?, "reduce_sums")?,
@@ -111,6 +110,7 @@ impl<R: Real> CudaBackend<R> {
             precision,
             fmad: options.fmad,
             source: problem.source.is_some(),
+            energy: problem.energy.is_some(),
             args: &args,
             cur: state.cur(),
             next: state.next(),
@@ -152,7 +152,7 @@ impl<R: Real> CudaBackend<R> {
         let next = self.state.next();
         self.step
             .launch(stream, &self.args, &self.state.cur(), &next, norms)?;
-        self.boundary.launch(stream, next.v[0], &self.args.grid)?;
+        self.boundary.launch(stream, &next, &self.args.grid)?;
         if norms {
             self.reduce.launch(
                 stream,

@@ -66,7 +66,8 @@ impl Precision {
 /// One NVRTC program: a file of `kernels/` (the file stem names it) with its specialisation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Program {
-    /// `ac_step.cu`: the fused interior pass (`ac_step`, `ac_step_src`) for one dimension and
+    /// `ac_step.cu`: the fused interior pass (`ac_step`, `ac_step_src`, `ac_step_energy`,
+    /// `ac_step_energy_src`) for one dimension and
     /// launch shape.
     AcStep {
         /// 2 or 3.

@@ -111,8 +111,8 @@ impl Grid {
 // SAFETY: a C struct of integers.
 unsafe impl DeviceRepr for Grid {}
 
-/// Most variables of a state (p, u, v, w).
-pub(crate) const MAX_VARS: usize = 4;
+/// Most variables of a state (p, u, v, w, T).
+pub(crate) const MAX_VARS: usize = 5;
 
 /// Device pointers to the variables of one state (`Vars` in prelude.cuh); unused ones are 0.
 #[repr(C)]
@@ -133,7 +133,7 @@ pub(crate) struct StepArgs<R> {
     pub partials: CUdeviceptr,
 }
 
-/// `ac_step` or `ac_step_src` compiled for one launch shape, with its grid for one layout.
+/// One `ac_step` entry point compiled for one launch shape, with its grid for one layout.
 pub(crate) struct StepKernel {
     function: CudaFunction,
     pub shape: LaunchShape,
@@ -141,12 +141,13 @@ pub(crate) struct StepKernel {
 }
 
 impl StepKernel {
-    /// The entry point for a problem with or without a source term.
-    pub fn entry(source: bool) -> &'static str {
-        if source {
-            "ac_step_src"
-        } else {
-            "ac_step"
+    /// The entry point for a problem with or without a source term and the energy equation.
+    pub fn entry(source: bool, energy: bool) -> &'static str {
+        match (energy, source) {
+            (false, false) => "ac_step",
+            (false, true) => "ac_step_src",
+            (true, false) => "ac_step_energy",
+            (true, true) => "ac_step_energy_src",
         }
     }
 
@@ -206,6 +207,8 @@ pub(crate) struct WallFill {
     axis: i32,
     /// Bit 0: the low side is a wall; bit 1: the high side.
     walls: i32,
+    /// The same bits for adiabatic walls (T extrapolated with zero gradient).
+    adiabatic: i32,
     /// First index and count along the tangential axes (axis + 1) % 3 and (axis + 2) % 3.
     lo: [i64; 2],
     count: [i64; 2],
@@ -217,10 +220,14 @@ pub(crate) struct WallFill {
 pub(crate) fn wall_fills(layout: &Layout, sides: &[SideBc; 6]) -> Vec<WallFill> {
     let mut fills = Vec::new();
     for a in 0..layout.dim {
-        let mut walls = 0;
+        let (mut walls, mut adiabatic) = (0, 0);
         for high in 0..2 {
             match sides[2 * a + high] {
                 SideBc::Wall => walls |= 1 << high,
+                SideBc::AdiabaticWall => {
+                    walls |= 1 << high;
+                    adiabatic |= 1 << high;
+                }
             }
         }
         if walls == 0 {
@@ -240,6 +247,7 @@ pub(crate) fn wall_fills(layout: &Layout, sides: &[SideBc; 6]) -> Vec<WallFill> 
         fills.push(WallFill {
             axis: a as i32,
             walls,
+            adiabatic,
             lo: [r1.0, r2.0],
             count: [r1.1, r2.1],
         });
@@ -251,24 +259,28 @@ pub(crate) fn wall_fills(layout: &Layout, sides: &[SideBc; 6]) -> Vec<WallFill> 
 pub(crate) struct BoundaryKernel {
     function: CudaFunction,
     fills: Vec<WallFill>,
+    /// Index of T, if the energy equation is solved.
+    temperature: Option<usize>,
 }
 
 impl BoundaryKernel {
-    pub fn new(function: CudaFunction, layout: &Layout, sides: &[SideBc; 6]) -> BoundaryKernel {
+    pub fn new<R: Real>(function: CudaFunction, problem: &Problem<R>) -> BoundaryKernel {
         BoundaryKernel {
             function,
-            fills: wall_fills(layout, sides),
+            fills: wall_fills(&problem.layout, &problem.sides),
+            temperature: problem.temperature(),
         }
     }
 
-    /// Fills the wall nodes and ghosts of the pressure array `p`, one launch per axis (stream
-    /// order keeps x before y before z).
+    /// Fills the wall nodes and ghosts of the state `vars` (pressure, and T at adiabatic
+    /// walls), one launch per axis (stream order keeps x before y before z).
     pub fn launch(
         &self,
         stream: &CudaStream,
-        p: CUdeviceptr,
+        vars: &Vars,
         grid: &Grid,
     ) -> Result<(), BackendError> {
+        let t: CUdeviceptr = self.temperature.map_or(0, |t| vars.v[t]);
         for fill in &self.fills {
             let faces = (fill.count[0] * fill.count[1]) as u32;
             let config = LaunchConfig {
@@ -278,16 +290,19 @@ impl BoundaryKernel {
             };
             let mut launch = stream.launch_builder(&self.function);
             launch
-                .arg(&p)
+                .arg(&vars.v[0])
+                .arg(&t)
                 .arg(grid)
                 .arg(&fill.axis)
                 .arg(&fill.walls)
+                .arg(&fill.adiabatic)
                 .arg(&fill.lo[0])
                 .arg(&fill.count[0])
                 .arg(&fill.lo[1])
                 .arg(&fill.count[1]);
             // SAFETY: the arguments match fill_walls' parameters in order and type; the face
-            // ranges and the three layers beyond each wall node lie inside the array.
+            // ranges and the three layers beyond each wall node lie inside the arrays; `t` is
+            // null or T's array.
             unsafe { launch.launch(config) }.check("launching fill_walls")?;
         }
         Ok(())
@@ -343,15 +358,14 @@ mod tests {
     #[test]
     fn argument_structs_have_the_c_layout() {
         assert_eq!(std::mem::size_of::<Grid>(), 8 * 8);
-        assert_eq!(std::mem::size_of::<Vars>(), 4 * 8);
-        assert_eq!(std::mem::size_of::<Coeffs<f32>>(), 16 * 4);
-        assert_eq!(std::mem::size_of::<Coeffs<f64>>(), 16 * 8);
+        assert_eq!(std::mem::size_of::<Vars>(), 5 * 8);
+        assert_eq!(std::mem::size_of::<Coeffs<f32>>(), 21 * 4);
+        assert_eq!(std::mem::size_of::<Coeffs<f64>>(), 21 * 8);
     }
 
-    /// Runs the fills on the host the way fill_walls indexes them.
-    fn emulate_fill_walls(fields: &mut ferroflow_core::Fields<f64>, sides: &[SideBc; 6]) {
+    /// Runs the fills on the host the way fill_walls indexes them (T is variable `t`).
+    fn emulate_fill_walls(fields: &mut ferroflow_core::Fields<f64>, sides: &[SideBc; 6], t: usize) {
         let l = fields.layout;
-        let p = &mut fields.vars[0];
         for fill in wall_fills(&l, sides) {
             let a = fill.axis as usize;
             for side in 0..2 {
@@ -365,10 +379,19 @@ mod tests {
                     ijk[(a + 2) % 3] = fill.lo[1] + f / fill.count[0];
                     let o = l.index(ijk[0] as isize, ijk[1] as isize, ijk[2] as isize) as i64;
                     let inward = if side == 1 { -1 } else { 1 } * l.stride[a] as i64;
+                    let p = &mut fields.vars[0];
                     for layer in 0..=ferroflow_core::GHOST as i64 {
                         let w = o - layer * inward;
                         let at = |k: i64| p[(w + k * inward) as usize];
                         p[w as usize] = 3.0 * (at(1) - at(2)) + at(3);
+                    }
+                    if (fill.adiabatic >> side) & 1 == 1 {
+                        let t = &mut fields.vars[t];
+                        let at = |k: i64| t[(o + k * inward) as usize];
+                        t[o as usize] = (4.0 * at(1) - at(2)) / 3.0;
+                        for layer in 1..=ferroflow_core::GHOST as i64 {
+                            t[(o - layer * inward) as usize] = t[(o + layer * inward) as usize];
+                        }
                     }
                 }
             }
@@ -384,19 +407,26 @@ mod tests {
             u_ref: 1.0,
             c4: 0.02,
         };
+        let heated =
+            ferroflow_solver::convection::HeatedCavity::nondimensional(1e4, 0.71, [0.0, -1.0, 0.0])
+                .unwrap();
         for (dim, n) in [(2, [9, 7, 1]), (3, [7, 6, 8])] {
-            let mut problem =
+            let lid =
                 ferroflow_solver::cavity::lid_driven::<f64>(dim, n, 100.0, 1.0, numerics).unwrap();
-            let mut x = 0.3f64;
-            for p in problem.initial.vars[0].iter_mut() {
-                x = (x * 3.7 + 0.11).fract();
-                *p = x - 0.5;
+            for mut problem in [lid, heated.problem::<f64>(dim, n, numerics).unwrap()] {
+                let mut x = 0.3f64;
+                for v in problem.initial.vars.iter_mut() {
+                    for value in v.iter_mut() {
+                        x = (x * 3.7 + 0.11).fract();
+                        *value = x - 0.5;
+                    }
+                }
+                let mut cpu = ferroflow_cpu::CpuBackend::new(&problem, 1).unwrap();
+                let expected = cpu.download().unwrap();
+                let mut ours = problem.initial.clone();
+                emulate_fill_walls(&mut ours, &problem.sides, 1 + dim);
+                assert!(ours == expected, "{dim}D wall fill differs from the CPU");
             }
-            let mut cpu = ferroflow_cpu::CpuBackend::new(&problem, 1).unwrap();
-            let expected = cpu.download().unwrap();
-            let mut ours = problem.initial.clone();
-            emulate_fill_walls(&mut ours, &problem.sides);
-            assert!(ours == expected, "{dim}D wall fill differs from the CPU");
         }
     }
 

@@ -185,6 +185,8 @@ pub(crate) struct Tuner<'a, R> {
     pub fmad: bool,
     /// Whether the problem has a source term (`ac_step_src`).
     pub source: bool,
+    /// Whether the problem solves the energy equation (`ac_step_energy`).
+    pub energy: bool,
     pub args: &'a StepArgs<R>,
     pub cur: Vars,
     pub next: Vars,
@@ -255,7 +257,9 @@ impl<R: Real> Tuner<'_, R> {
     }
 
     fn load(&self, ptx: String, shape: LaunchShape) -> Result<StepKernel, BackendError> {
-        let function = self.device.load(ptx, StepKernel::entry(self.source))?;
+        let function = self
+            .device
+            .load(ptx, StepKernel::entry(self.source, self.energy))?;
         StepKernel::new(function, shape, &self.layout)
     }
 
@@ -320,7 +324,7 @@ impl<R: Real> Tuner<'_, R> {
             self.device.name,
             self.layout.dim,
             self.precision,
-            StepKernel::entry(self.source),
+            StepKernel::entry(self.source, self.energy),
             compile::source_digest(self.precision, self.layout.dim, self.fmad)
         )
     }

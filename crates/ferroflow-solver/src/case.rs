@@ -3,6 +3,7 @@
 //! Every key is documented once, in [`KEYS`]; `docs/cases.md` and `ferroflow cases show`
 //! follow it.
 use crate::cavity;
+use crate::convection::HeatedCavity;
 use crate::simulation::StopCriteria;
 use ferroflow_core::{Numerics, Problem, ProblemError, Real};
 use serde::{Deserialize, Serialize};
@@ -45,6 +46,19 @@ pub struct CaseInfo {
 pub enum CaseKind {
     /// Lid-driven cavity (unit square or cube, lid y = 1 moving along +x).
     LidDrivenCavity,
+    /// Buoyancy-driven cavity (square or cube of side L, hot wall x = 0, cold wall x = L,
+    /// other walls adiabatic): the energy equation with the Boussinesq approximation.
+    BuoyancyDrivenCavity,
+}
+
+/// How a buoyancy-driven cavity's physics is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Inputs {
+    /// By Ra and Pr, in units of L, ΔT and α/L.
+    Nondimensional,
+    /// By L, g, β_T, ν, Pr and ΔT, in SI units.
+    Dimensional,
 }
 
 /// `[grid]` section.
@@ -65,6 +79,22 @@ pub struct PhysicsSpec {
     pub reynolds: f64,
     /// Lid velocity U (m/s).
     pub lid_velocity: f64,
+    /// Buoyancy-driven cavity: nondimensional (Ra, Pr) or dimensional inputs.
+    pub inputs: Inputs,
+    /// Rayleigh number (nondimensional inputs).
+    pub rayleigh: f64,
+    /// Prandtl number ν / α (both kinds of inputs).
+    pub prandtl: f64,
+    /// Gravity vector (m/s²); nondimensional inputs use its direction only.
+    pub gravity: [f64; 3],
+    /// Side of the cavity L (m, dimensional inputs).
+    pub length: f64,
+    /// Thermal expansion coefficient β_T (1/K, dimensional inputs).
+    pub expansion: f64,
+    /// Kinematic viscosity ν (m²/s, dimensional inputs).
+    pub viscosity: f64,
+    /// Temperature difference ΔT between the hot and the cold wall (K, dimensional inputs).
+    pub delta_t: f64,
 }
 
 /// `[numerics]` section.
@@ -154,9 +184,18 @@ impl Default for Grid {
 
 impl Default for PhysicsSpec {
     fn default() -> Self {
+        // Dimensional defaults: air in a 5 cm cube, Ra = 1e5 (to 3e-6).
         PhysicsSpec {
             reynolds: 100.0,
             lid_velocity: 1.0,
+            inputs: Inputs::Nondimensional,
+            rayleigh: 1e5,
+            prandtl: 0.71,
+            gravity: [0.0, -9.81, 0.0],
+            length: 0.05,
+            expansion: 3.4e-3,
+            viscosity: 1.5e-5,
+            delta_t: 7.6009,
         }
     }
 }
@@ -223,7 +262,7 @@ const fn key(
 }
 
 /// Every key of a case file, in file order.
-pub const KEYS: [KeyDoc; 20] = [
+pub const KEYS: [KeyDoc; 28] = [
     key(
         "case.name",
         "Name; the default output directory is ferroflow-out/<name>/",
@@ -236,7 +275,12 @@ pub const KEYS: [KeyDoc; 20] = [
         "-",
         "text",
     ),
-    key("case.kind", "Problem kind", "-", "\"lid-driven-cavity\""),
+    key(
+        "case.kind",
+        "Problem kind",
+        "-",
+        "\"lid-driven-cavity\" or \"buoyancy-driven-cavity\"",
+    ),
     key("grid.dim", "Space dimensions", "-", "2 or 3"),
     key(
         "grid.nodes",
@@ -252,8 +296,58 @@ pub const KEYS: [KeyDoc; 20] = [
     ),
     key(
         "physics.lid_velocity",
-        "Lid velocity U along +x, also the reference velocity U_ref",
+        "Lid-driven cavity: lid velocity U along +x, also the reference velocity U_ref",
         "m/s",
+        "> 0",
+    ),
+    key(
+        "physics.inputs",
+        "Buoyancy-driven cavity: physics given by Ra and Pr (units L, Delta T, alpha/L) or \
+         dimensionally (length, gravity, expansion, viscosity, prandtl, delta_t)",
+        "-",
+        "\"nondimensional\" or \"dimensional\"",
+    ),
+    key(
+        "physics.rayleigh",
+        "Buoyancy-driven cavity, nondimensional inputs: Rayleigh number \
+         g beta_T Delta T L^3 / (nu alpha)",
+        "-",
+        "> 0",
+    ),
+    key(
+        "physics.prandtl",
+        "Buoyancy-driven cavity: Prandtl number nu / alpha",
+        "-",
+        "> 0",
+    ),
+    key(
+        "physics.gravity",
+        "Buoyancy-driven cavity: gravity vector; nondimensional inputs use its direction only",
+        "m/s^2",
+        "3 finite values, not all zero",
+    ),
+    key(
+        "physics.length",
+        "Buoyancy-driven cavity, dimensional inputs: side L of the square or cube",
+        "m",
+        "> 0",
+    ),
+    key(
+        "physics.expansion",
+        "Buoyancy-driven cavity, dimensional inputs: thermal expansion coefficient beta_T",
+        "1/K",
+        "> 0",
+    ),
+    key(
+        "physics.viscosity",
+        "Buoyancy-driven cavity, dimensional inputs: kinematic viscosity nu",
+        "m^2/s",
+        "> 0",
+    ),
+    key(
+        "physics.delta_t",
+        "Buoyancy-driven cavity, dimensional inputs: hot minus cold wall temperature",
+        "K",
         "> 0",
     ),
     key(
@@ -264,7 +358,8 @@ pub const KEYS: [KeyDoc; 20] = [
     ),
     key(
         "numerics.kappa",
-        "Artificial compressibility scaling: beta^2 = max(|u|^2, kappa U_ref^2)",
+        "Artificial compressibility scaling: beta^2 = max(|u|^2, kappa U_ref^2); U_ref is the \
+         lid velocity, or the free-fall velocity sqrt(g beta_T Delta T L)",
         "-",
         "> 0",
     ),
@@ -515,7 +610,8 @@ impl Case {
         Ok(n)
     }
 
-    /// Scheme parameters.
+    /// Scheme parameters (U_ref: the lid velocity; a buoyancy-driven cavity's problem replaces
+    /// it by its own velocity scale).
     pub fn numerics(&self) -> Numerics {
         let s = &self.numerics;
         Numerics {
@@ -555,26 +651,50 @@ impl Case {
         })
     }
 
+    /// The resolved physics of a buoyancy-driven cavity.
+    pub fn heated_cavity(&self) -> Result<HeatedCavity, ProblemError> {
+        let ph = &self.physics;
+        match ph.inputs {
+            Inputs::Nondimensional => {
+                HeatedCavity::nondimensional(ph.rayleigh, ph.prandtl, ph.gravity)
+            }
+            Inputs::Dimensional => HeatedCavity::dimensional(
+                ph.length,
+                ph.gravity,
+                ph.expansion,
+                ph.viscosity,
+                ph.prandtl,
+                ph.delta_t,
+            ),
+        }
+    }
+
     /// The problem in precision `R`.
     pub fn problem<R: Real>(&self) -> Result<Problem<R>, ProblemError> {
         let n = self.nodes()?;
-        // Checked here, by its own name: it also sets the viscosity and U_ref.
-        let lid = self.physics.lid_velocity;
-        if !(lid > 0.0 && lid.is_finite()) {
-            return Err(ProblemError::OutOfRange {
-                name: "physics.lid_velocity",
-                value: lid,
-                allowed: "a finite value > 0",
-            });
-        }
         match self.case.kind {
-            CaseKind::LidDrivenCavity => cavity::lid_driven(
-                self.grid.dim,
-                n,
-                self.physics.reynolds,
-                lid,
-                self.numerics(),
-            ),
+            CaseKind::LidDrivenCavity => {
+                // Checked here, by its own name: it also sets the viscosity and U_ref.
+                let lid = self.physics.lid_velocity;
+                if !(lid > 0.0 && lid.is_finite()) {
+                    return Err(ProblemError::OutOfRange {
+                        name: "physics.lid_velocity",
+                        value: lid,
+                        allowed: "a finite value > 0",
+                    });
+                }
+                cavity::lid_driven(
+                    self.grid.dim,
+                    n,
+                    self.physics.reynolds,
+                    lid,
+                    self.numerics(),
+                )
+            }
+            CaseKind::BuoyancyDrivenCavity => {
+                self.heated_cavity()?
+                    .problem(self.grid.dim, n, self.numerics())
+            }
         }
     }
 }
@@ -590,7 +710,7 @@ impl Precision {
 }
 
 /// Built-in cases: `(name, TOML text)`.
-pub const BUILTIN: [(&str, &str); 4] = [
+pub const BUILTIN: [(&str, &str); 6] = [
     (
         "cavity2d-re100",
         include_str!("../../../cases/cavity2d-re100.toml"),
@@ -607,6 +727,8 @@ pub const BUILTIN: [(&str, &str); 4] = [
         "cavity3d-re1000",
         include_str!("../../../cases/cavity3d-re1000.toml"),
     ),
+    ("bdc2d", include_str!("../../../cases/bdc2d.toml")),
+    ("bdc3d", include_str!("../../../cases/bdc3d.toml")),
 ];
 
 /// The built-in case called `name`.

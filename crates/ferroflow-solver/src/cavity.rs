@@ -60,14 +60,15 @@ pub fn interpolate<R: Real>(problem: &Problem<R>, f: &Fields<R>, var: usize, x: 
         .sum()
 }
 
-/// The two centreline profiles at the grid nodes: u along y through the centre (x = 0.5, and
-/// z = 0.5 in 3D) and v along x through the centre (y = 0.5).
+/// The two centreline profiles at the grid nodes: u along y through the centre (x = L/2, and
+/// z = L/2 in 3D) and v along x through the centre (y = L/2).
 pub fn centrelines<R: Real>(problem: &Problem<R>, f: &Fields<R>) -> (Line, Line) {
     let l = f.layout;
+    let centre: [f64; 3] = std::array::from_fn(|d| 0.5 * (l.n[d] - 1) as f64 * problem.spacing[d]);
     let line = |var: usize, axis: usize| {
         (0..l.n[axis])
             .map(|m| {
-                let mut x = [0.5; 3];
+                let mut x = centre;
                 x[axis] = m as f64 * problem.spacing[axis];
                 (x[axis], interpolate(problem, f, var, x))
             })

@@ -1,6 +1,8 @@
 //! Manufactured solutions: smooth trigonometric fields with the matching source terms, and the
-//! observed order of accuracy of the discretisation error on a sequence of grids.
-use ferroflow_core::{Fields, Layout, Numerics, Physics, Problem, ProblemError, Real};
+//! observed order of accuracy of the discretisation error on a sequence of grids. With the
+//! energy equation, T is manufactured too and couples both ways: it drives the momentum
+//! equations through buoyancy and is advected by the manufactured velocity.
+use ferroflow_core::{Energy, Fields, Layout, Numerics, Physics, Problem, ProblemError, Real};
 use std::f64::consts::PI;
 
 /// Wavenumber of every factor.
@@ -46,13 +48,17 @@ impl Term {
     }
 }
 
-/// The exact solution: p and a divergence-free velocity (amplitudes along the axes sum to 0).
+/// The exact solution: p and a divergence-free velocity (amplitudes along the axes sum to 0),
+/// and T with the energy equation (isothermal walls: T held at its exact values).
 #[derive(Debug, Clone, Copy)]
 pub struct Manufactured {
     dim: usize,
-    terms: [Term; 4],
+    /// p, u, v, w, T.
+    terms: [Term; 5],
     /// Fluid properties of the study.
     pub physics: Physics,
+    /// The energy equation, if manufactured.
+    pub energy: Option<Energy>,
 }
 
 impl Manufactured {
@@ -83,17 +89,44 @@ impl Manufactured {
                     amp: amps[2],
                     f: [Cos, Cos, Sin],
                 },
+                Term {
+                    amp: 0.8,
+                    f: [Sin, Sin, Cos],
+                },
             ],
             physics: Physics {
                 viscosity: 0.1,
                 density: 1.0,
             },
+            energy: None,
         }
     }
 
-    /// Exact value of variable `var` (p, u, v, w) at `x`.
+    /// The 2D or 3D solution with the energy equation (`verify mms --energy`): α differs from
+    /// ν, so that the time step's max(ν, α) and min(ν, α) both matter, and gravity is oblique.
+    pub fn with_energy(dim: usize) -> Manufactured {
+        Manufactured {
+            energy: Some(Energy {
+                diffusivity: 0.07,
+                buoyancy: [0.3, -0.8, 0.5],
+                t_ref: 0.1,
+            }),
+            ..Manufactured::new(dim)
+        }
+    }
+
+    /// The term of variable `var` (T is the variable after the velocity components).
+    fn term(&self, var: usize) -> &Term {
+        if var == 1 + self.dim {
+            &self.terms[4]
+        } else {
+            &self.terms[var]
+        }
+    }
+
+    /// Exact value of variable `var` (p, u, v[, w][, T]) at `x`.
     pub fn exact(&self, var: usize, x: [f64; 3]) -> f64 {
-        self.terms[var].eval(x, self.dim, None)
+        self.term(var).eval(x, self.dim, None)
     }
 
     /// Source of equation `var` making the exact fields a steady solution (0 for continuity:
@@ -102,25 +135,34 @@ impl Manufactured {
         if var == 0 {
             return 0.0;
         }
-        let (dim, t) = (self.dim, &self.terms);
-        let c = var - 1;
+        let dim = self.dim;
+        let f = self.term(var);
         let convection: f64 = (0..dim)
-            .map(|d| t[1 + d].eval(x, dim, None) * t[var].eval(x, dim, Some(d)))
+            .map(|d| self.exact(1 + d, x) * f.eval(x, dim, Some(d)))
             .sum();
-        let grad_p = t[0].eval(x, dim, Some(c));
+        if var == 1 + dim {
+            let alpha = self.energy.map_or(0.0, |e| e.diffusivity);
+            return convection - alpha * f.laplacian(x, dim);
+        }
+        let c = var - 1;
+        let grad_p = self.terms[0].eval(x, dim, Some(c));
+        let buoyancy = self
+            .energy
+            .map_or(0.0, |e| e.buoyancy[c] * (self.exact(1 + dim, x) - e.t_ref));
         convection + grad_p / self.physics.density
-            - self.physics.viscosity * t[var].laplacian(x, dim)
+            - self.physics.viscosity * f.laplacian(x, dim)
+            - buoyancy
     }
 
-    /// Problem on the unit square/cube with `n` nodes per axis: exact velocity on the walls,
-    /// zero interior start, sources from [`Manufactured::source`].
+    /// Problem on the unit square/cube with `n` nodes per axis: exact velocity (and T) on the
+    /// walls, zero interior start, sources from [`Manufactured::source`].
     pub fn problem<R: Real>(
         &self,
         n: usize,
         numerics: Numerics,
     ) -> Result<Problem<R>, ProblemError> {
         let layout = Layout::new(self.dim, [n; 3]);
-        let nvar = 1 + self.dim;
+        let nvar = 1 + self.dim + self.energy.is_some() as usize;
         let mut initial = Fields::zeros(layout, nvar);
         let mut source = Fields::zeros(layout, nvar);
         let h = 1.0 / (n - 1) as f64;
@@ -134,7 +176,12 @@ impl Manufactured {
                 source.vars[v][o] = R::of(self.source(v, x));
             }
         });
-        Problem::new(layout, [1.0; 3], self.physics, numerics, initial)?.with_source(source)
+        let problem = Problem::new(layout, [1.0; 3], self.physics, numerics, initial)?;
+        match self.energy {
+            Some(energy) => problem.with_energy(energy)?,
+            None => problem,
+        }
+        .with_source(source)
     }
 
     /// Discretisation error of `fields` per variable: (L2, L∞) over all nodes. Pressure is
@@ -191,13 +238,13 @@ pub fn study<R: Real>(
     numerics: Numerics,
     mut solve: impl FnMut(&Problem<R>) -> Result<Fields<R>, String>,
 ) -> Result<Vec<MmsRow>, String> {
-    let names = ["p", "u", "v", "w"];
     let mut rows: Vec<MmsRow> = Vec::new();
     let mut previous: Option<(f64, Vec<(f64, f64)>)> = None;
     for &n in sizes {
         let problem = mms.problem::<R>(n, numerics).map_err(|e| e.to_string())?;
         let fields = solve(&problem)?;
         let errors = mms.errors(&problem, &fields);
+        let names = problem.variable_names();
         let h = 1.0 / (n - 1) as f64;
         for (v, &(l2, linf)) in errors.iter().enumerate() {
             let orders = previous.as_ref().map(|(hc, ec)| {

@@ -1,4 +1,5 @@
 //! Result files: summary.json, residuals.csv, centreline profiles, MMS tables.
+use crate::convection::HeatTransfer;
 use crate::mms::MmsRow;
 use crate::simulation::HistoryRow;
 use serde::Serialize;
@@ -33,6 +34,9 @@ pub struct Summary {
     /// Deviations from reference data, if the case has any.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reference: Vec<Deviation>,
+    /// Buoyancy-driven cavity: Ra, Pr, Nusselt numbers, energy balance, velocity maxima.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heat_transfer: Option<HeatTransfer>,
 }
 
 /// How a run ended.

@@ -4,6 +4,8 @@ use csv::ReaderBuilder;
 const GHIA_U: &str = include_str!("../../../test_data/ghia1982_u.csv");
 const GHIA_V: &str = include_str!("../../../test_data/ghia1982_v.csv");
 const AK2005: &str = include_str!("../../../test_data/cavity3d_lid.csv");
+const DVD1983: &str = include_str!("../../../test_data/devahldavis1983_natconv.csv");
+const NATCONV3D: &str = include_str!("../../../test_data/cavity3d_natconv.csv");
 
 /// Values printed in Ghia et al. (1982) that are known misprints: (file, Re, coordinate).
 const GHIA_MISPRINTS: [(&str, u32, f64); 3] =
@@ -69,6 +71,30 @@ pub fn albensoeder_kuhlmann(reynolds: u32) -> Option<(Profile, Profile)> {
     (!u.is_empty()).then_some((Profile { source, points: u }, Profile { source, points: v }))
 }
 
+/// Published mean Nusselt number of the hot wall of the differentially heated cavity (air,
+/// Pr = 0.71) at `rayleigh` (within 1e-4: dimensional inputs rarely give round numbers), as
+/// `(source, value)`: de Vahl Davis (1983) in 2D; in 3D Tric, Labrosse & Betrouni (2000),
+/// the spectral solution.
+pub fn natural_convection(dim: usize, rayleigh: f64, prandtl: f64) -> Option<(&'static str, f64)> {
+    let (text, tag, source) = if dim == 2 {
+        (DVD1983, "DVD83", "de Vahl Davis (1983)")
+    } else {
+        (NATCONV3D, "TLB00", "Tric, Labrosse & Betrouni (2000)")
+    };
+    if (prandtl - 0.71).abs() > 1e-9 {
+        return None;
+    }
+    let mut rdr = ReaderBuilder::new()
+        .comment(Some(b'#'))
+        .from_reader(text.as_bytes());
+    rdr.records().filter_map(|r| r.ok()).find_map(|r| {
+        let ra: f64 = r.get(1)?.parse().ok()?;
+        let matches =
+            r.get(0)? == tag && r.get(2)? == "Nu_hot_mean" && (ra - rayleigh).abs() <= 1e-4 * ra;
+        matches.then(|| Some((source, r.get(3)?.parse().ok()?)))?
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +112,9 @@ mod tests {
         assert_eq!((u.points.len(), v.points.len()), (17, 17));
         assert!(u.points.contains(&(0.0547, -0.20623)));
         assert!(v.points.contains(&(0.0625, 0.21738)));
+        assert_eq!(natural_convection(2, 1e5, 0.71).unwrap().1, 4.519);
+        assert_eq!(natural_convection(3, 1.00002e5, 0.71).unwrap().1, 4.337);
+        assert!(natural_convection(2, 1e5, 1.0).is_none());
+        assert!(natural_convection(3, 2e5, 0.71).is_none());
     }
 }

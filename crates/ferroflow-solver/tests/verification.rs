@@ -6,6 +6,7 @@ use ferroflow_core::{Backend, Fields, Numerics, Problem, ProblemError, Real};
 use ferroflow_cpu::CpuBackend;
 use ferroflow_solver::case::builtin;
 use ferroflow_solver::cavity::{centrelines, lid_driven, max_deviation};
+use ferroflow_solver::convection::HeatTransfer;
 use ferroflow_solver::mms::{study, Manufactured, MmsRow};
 use ferroflow_solver::reference::{albensoeder_kuhlmann, ghia};
 use ferroflow_solver::{Flow, Simulation, StopCriteria};
@@ -39,8 +40,7 @@ fn converge<R: Real>(problem: &Problem<R>, tolerance: f64, threads: usize) -> Fi
     f
 }
 
-fn mms_orders(dim: usize, sizes: &[usize]) -> Vec<MmsRow> {
-    let mms = Manufactured::new(dim);
+fn mms_orders(mms: Manufactured, sizes: &[usize]) -> Vec<MmsRow> {
     let rows = study::<f64>(&mms, sizes, NUMERICS, |p| Ok(converge(p, 1e-11, 0))).unwrap();
     for r in &rows {
         eprintln!("{r:?}");
@@ -63,21 +63,38 @@ fn assert_second_order(rows: &[MmsRow], finest: usize, tolerance: f64) {
 
 #[test]
 fn mms_2d_is_second_order() {
-    assert_second_order(&mms_orders(2, &[17, 33, 65]), 65, 0.1);
+    assert_second_order(&mms_orders(Manufactured::new(2), &[17, 33, 65]), 65, 0.1);
 }
 
 #[test]
 fn mms_3d_is_second_order() {
     // Coarse grids: the pressure maximum error is still pre-asymptotic (2.39 on 17 -> 33; the
     // ignored full study reaches 2.07 on 33 -> 65), so this fast check only catches a lost order.
-    assert_second_order(&mms_orders(3, &[9, 17, 33]), 33, 0.4);
+    assert_second_order(&mms_orders(Manufactured::new(3), &[9, 17, 33]), 33, 0.4);
 }
 
 #[test]
-#[ignore = "heavy: four grids up to 129^2 and 65^3"]
+fn mms_2d_with_energy_is_second_order() {
+    let rows = mms_orders(Manufactured::with_energy(2), &[17, 33, 65]);
+    assert!(rows.iter().any(|r| r.variable == "T"));
+    assert_second_order(&rows, 65, 0.1);
+}
+
+#[test]
+fn mms_3d_with_energy_is_second_order() {
+    // Coarse grids, as for the flow alone.
+    let rows = mms_orders(Manufactured::with_energy(3), &[9, 17, 33]);
+    assert!(rows.iter().any(|r| r.variable == "T"));
+    assert_second_order(&rows, 33, 0.4);
+}
+
+#[test]
+#[ignore = "heavy: four grids up to 129^2 and 65^3, with and without energy"]
 fn mms_full_study() {
-    assert_second_order(&mms_orders(2, &[17, 33, 65, 129]), 129, 0.1);
-    assert_second_order(&mms_orders(3, &[9, 17, 33, 65]), 65, 0.1);
+    for mms in [Manufactured::new, Manufactured::with_energy] {
+        assert_second_order(&mms_orders(mms(2), &[17, 33, 65, 129]), 129, 0.1);
+        assert_second_order(&mms_orders(mms(3), &[9, 17, 33, 65]), 65, 0.1);
+    }
 }
 
 /// Runs a built-in cavity case (optionally on another grid) to its tolerance and returns the
@@ -120,6 +137,71 @@ fn cavity_3d_re1000_against_albensoeder_kuhlmann() {
     // profiles of the right shape but too weak. This guards that figure; 0.02 needs >= 129^3.
     let dev = cavity_deviation("cavity3d-re1000", Some(49));
     assert!(dev < 0.2, "deviation {dev}");
+}
+
+/// Runs a built-in buoyancy-driven cavity on `n` nodes per axis, its problem changed by
+/// `change`, to its tolerance and returns its heat-transfer report.
+fn heated_cavity(name: &str, n: usize, change: impl FnOnce(&mut Problem<f64>)) -> HeatTransfer {
+    let mut case = builtin(name).unwrap();
+    case.grid.nodes = vec![n; case.grid.dim];
+    let mut problem = case.problem::<f64>().unwrap();
+    change(&mut problem);
+    let fields = converge(&problem, case.numerics.tolerance, 0);
+    let report = case.heated_cavity().unwrap().report(&problem, &fields);
+    eprintln!(
+        "{name} on {n}^{}: Nu hot {:.5}, cold {:.5}, imbalance {:.3e}, {:?}",
+        case.grid.dim,
+        report.hot_wall.mean,
+        report.cold_wall.mean,
+        report.energy_imbalance,
+        report.velocity_maxima
+    );
+    report
+}
+
+#[test]
+fn bdc2d_nusselt_approaches_de_vahl_davis() {
+    // 65^2: 4.6005 (+1.8%); 129^2 gives 4.5383 (+0.43%) and the Richardson extrapolation of the
+    // two 4.5176 (-0.03%) against de Vahl Davis (1983), 4.519.
+    let report = heated_cavity("bdc2d", 65, |_| {});
+    let reference = report.reference.unwrap();
+    assert_eq!(reference.nusselt, 4.519);
+    assert!(
+        (0.0..0.025).contains(&reference.relative_deviation),
+        "{reference:?}"
+    );
+    // The scheme keeps the cavity's centro-symmetry (x, y, T, u) -> (L - x, L - y, -T, -u)
+    // exactly, so hot and cold walls agree to rounding.
+    assert!(report.energy_imbalance.abs() < 1e-12);
+    let [u, v] = [0, 1].map(|m| report.velocity_maxima[m].nondimensional);
+    // de Vahl Davis: u_max 34.73 at y = 0.855, v_max 68.59 at x = 0.066.
+    assert!((u / 34.73 - 1.0).abs() < 0.02 && (v / 68.59 - 1.0).abs() < 0.02);
+}
+
+#[test]
+fn heat_in_equals_heat_out_without_symmetry() {
+    // A hot wall warmer at the top breaks the centro-symmetry; heat still enters and leaves
+    // through the hot and cold walls only, so the two fluxes must agree to truncation error.
+    let report = heated_cavity("bdc2d", 65, |p| {
+        let (l, t) = (p.layout, p.temperature().unwrap());
+        l.for_each_node(|i, j, _, o| {
+            if i == 0 {
+                p.initial.vars[t][o] = 0.5 + 0.25 * j as f64 / (l.n[1] - 1) as f64;
+            }
+        });
+    });
+    let imbalance = report.energy_imbalance;
+    assert!(imbalance.abs() < 0.005, "{imbalance}");
+}
+
+#[test]
+fn bdc3d_converges_symmetric_in_z() {
+    // 17^3 is far from the grid limit (Nu 5.86 against 4.337): this guards the 3D coupling.
+    let report = heated_cavity("bdc3d", 17, |_| {});
+    assert!(report.hot_wall.mean > 4.337 && report.hot_wall.mean < 6.5);
+    assert!(report.energy_imbalance.abs() < 1e-12);
+    // No flow across the mid-plane z = L/2.
+    assert!(report.velocity_maxima[2].value.abs() < 1e-12);
 }
 
 #[test]

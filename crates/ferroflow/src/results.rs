@@ -3,6 +3,7 @@
 use crate::plot;
 use crate::Failure;
 use ferroflow_core::{Fields, Problem, Real};
+use ferroflow_solver::case::CaseKind;
 use ferroflow_solver::output::{self, Deviation, Status, Summary};
 use ferroflow_solver::reference::{self, Profile};
 use ferroflow_solver::{cavity, checkpoint, vtk, Case, Simulation};
@@ -108,6 +109,7 @@ impl OutputDir {
         let history = &run.sim.history;
         let reference = reference_profiles(run.case);
         let mut deviations = Vec::new();
+        let mut heat_transfer = None;
         if let Some(fields) = fields {
             vtk::write_image_data(&self.join("fields.vti"), run.problem, fields)?;
             if !self.snapshots.is_empty() {
@@ -122,10 +124,17 @@ impl OutputDir {
             output::write_profile(&self.join("centerline_u.csv"), ["y", "u"], &u)?;
             output::write_profile(&self.join("centerline_v.csv"), ["x", "v"], &v)?;
             let grid: Vec<String> = run.case.grid.nodes.iter().map(|n| n.to_string()).collect();
+            let parameters = match run.case.case.kind {
+                CaseKind::LidDrivenCavity => format!("Re = {}", run.case.physics.reynolds),
+                CaseKind::BuoyancyDrivenCavity => {
+                    let cavity = run.case.heated_cavity().map_err(io::Error::other)?;
+                    heat_transfer = Some(cavity.report(run.problem, fields));
+                    format!("Ra = {:.4e}, Pr = {}", cavity.rayleigh, cavity.prandtl)
+                }
+            };
             let title = format!(
-                "{}: Re = {}, {} nodes, centreline profiles",
+                "{}: {parameters}, {} nodes, centreline profiles",
                 run.case.case.name,
-                run.case.physics.reynolds,
                 grid.join(" x ")
             );
             plot::centrelines(
@@ -182,6 +191,7 @@ impl OutputDir {
             wall_seconds: run.wall_seconds,
             node_updates_per_second: nodes * run.sim.iteration as f64 / run.wall_seconds,
             reference: deviations,
+            heat_transfer,
         };
         output::write_summary(&self.join("summary.json"), &summary)?;
         Ok(summary)
@@ -201,7 +211,10 @@ pub struct RunRecord<'a, R> {
 /// Published centreline profiles for the case's Reynolds number, if there are any.
 fn reference_profiles(case: &Case) -> Option<(Profile, Profile)> {
     let re = case.physics.reynolds;
-    if re.fract() != 0.0 || case.physics.lid_velocity != 1.0 {
+    if case.case.kind != CaseKind::LidDrivenCavity
+        || re.fract() != 0.0
+        || case.physics.lid_velocity != 1.0
+    {
         None
     } else if case.grid.dim == 2 {
         reference::ghia(re as u32)

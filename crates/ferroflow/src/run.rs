@@ -7,7 +7,7 @@ use crate::signals::Interrupt;
 use crate::Failure;
 use clap::Args;
 use ferroflow_core::{Backend, Fields, Problem, Real};
-use ferroflow_solver::case::Precision;
+use ferroflow_solver::case::{CaseKind, Precision};
 use ferroflow_solver::checkpoint::{self, Checkpoint};
 use ferroflow_solver::output::{Status, Summary};
 use ferroflow_solver::{Flow, Simulation, SolveError};
@@ -227,6 +227,15 @@ impl<'a, R: Real> Session<'a, R> {
             backend_line,
             job.out.display()
         ));
+        if case.case.kind == CaseKind::BuoyancyDrivenCavity {
+            let cavity = case.heated_cavity().map_err(|e| job.loaded.invalid(&e))?;
+            report.note(&format!(
+                "Ra = {:.6e}, Pr = {}, U_ref = {:.4e} (free-fall velocity)",
+                cavity.rayleigh,
+                cavity.prandtl,
+                cavity.velocity_scale()
+            ));
+        }
         Ok(Session {
             job,
             problem,
@@ -350,6 +359,20 @@ impl<'a, R: Real> Session<'a, R> {
             self.wall_seconds,
             summary.node_updates_per_second / 1e6,
         ));
+        if let Some(h) = &summary.heat_transfer {
+            self.report.note(&format!(
+                "  Nusselt: hot wall {:.4}, cold wall {:.4} (energy imbalance {:.2e})",
+                h.hot_wall.mean, h.cold_wall.mean, h.energy_imbalance
+            ));
+            if let Some(r) = &h.reference {
+                self.report.note(&format!(
+                    "  Nusselt {} from {} ({:+.2}%)",
+                    r.nusselt,
+                    r.source,
+                    100.0 * r.relative_deviation
+                ));
+            }
+        }
         for d in &summary.reference {
             self.report.note(&format!(
                 "  {}: max |deviation| {:.4} at {:.4} from {}",

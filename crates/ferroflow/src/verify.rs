@@ -17,11 +17,16 @@ use std::path::PathBuf;
 pub enum VerifyCommand {
     /// Observed order of accuracy with manufactured solutions.
     #[command(after_help = "Examples:\n  ferroflow verify mms --dim 2\n  \
-                            ferroflow verify mms --dim 3 --sizes 9,17,33 --backend cuda")]
+                            ferroflow verify mms --dim 3 --sizes 9,17,33 --backend cuda\n  \
+                            ferroflow verify mms --dim 3 --energy")]
     Mms {
         /// 2 or 3.
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(2..=3))]
         dim: u8,
+        /// With the energy equation: manufactured T, coupled by buoyancy and advection,
+        /// isothermal walls.
+        #[arg(long)]
+        energy: bool,
         /// Nodes per axis of each grid, ascending [default: 2D 17,33,65,129; 3D 9,17,33,65].
         #[arg(long, value_delimiter = ',')]
         sizes: Vec<usize>,
@@ -32,9 +37,11 @@ pub enum VerifyCommand {
         #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda"])]
         backend: String,
     },
-    /// Run the cavity cases and print the deviation from the published profiles.
+    /// Run the cavity cases and print the deviation from the published profiles (or, for the
+    /// buoyancy-driven cavities, the published mean Nusselt number).
     #[command(after_help = "Examples:\n  ferroflow verify cavity\n  \
                             ferroflow verify cavity cavity3d-re1000 --out verification\n  \
+                            ferroflow verify cavity bdc2d bdc3d --set backend.kind=cuda\n  \
                             ferroflow verify cavity cavity2d-re1000 --set 'grid.nodes=[257,257]' --set backend.kind=cuda")]
     Cavity {
         /// Cases to run [default: cavity2d-re100, cavity2d-re1000].
@@ -60,6 +67,7 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
     match cmd {
         VerifyCommand::Mms {
             dim,
+            energy,
             sizes,
             out,
             backend,
@@ -80,7 +88,11 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
             } else {
                 vec![9, 17, 33, 65]
             };
-            let mms = Manufactured::new(dim);
+            let mms = if energy {
+                Manufactured::with_energy(dim)
+            } else {
+                Manufactured::new(dim)
+            };
             let stop = StopCriteria {
                 tolerance: 1e-12,
                 max_iterations: 2_000_000,
@@ -154,7 +166,20 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
                 "case", "iterations", "converged", "profile", "max |dev|", "at"
             );
             for s in &summaries {
-                if s.reference.is_empty() {
+                if let Some(r) = s.heat_transfer.as_ref().and_then(|h| h.reference.as_ref()) {
+                    let nu = s.heat_transfer.as_ref().map_or(0.0, |h| h.hot_wall.mean);
+                    println!(
+                        "{:<18} {:>10} {:<9} {:<16} {:>9.4} {:>+6.2}%  {} ({})",
+                        s.case,
+                        s.iterations,
+                        s.converged,
+                        "Nu hot wall",
+                        nu,
+                        100.0 * r.relative_deviation,
+                        r.source,
+                        r.nusselt
+                    );
+                } else if s.reference.is_empty() {
                     println!(
                         "{:<18} {:>10} {:<9} no reference data",
                         s.case, s.iterations, s.converged

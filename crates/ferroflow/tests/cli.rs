@@ -112,6 +112,41 @@ fn default_run_writes_every_result_into_the_default_directory() {
 }
 
 #[test]
+fn buoyancy_driven_cavity_reports_ra_pr_and_nusselt_numbers() {
+    let tmp = TempDir::new().unwrap();
+    let out = tmp.path().join("bdc");
+    let run = ferroflow(tmp.path())
+        .args([
+            "run",
+            "bdc3d",
+            "--set",
+            "grid.nodes=[13,13,13]",
+            "--out",
+            "bdc",
+        ])
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let printed = String::from_utf8_lossy(&run.stderr) + String::from_utf8_lossy(&run.stdout);
+    assert!(printed.contains("Ra = 9.99997"), "{printed}");
+    let s = summary(&out);
+    let h = &s["heat_transfer"];
+    assert!((h["rayleigh"].as_f64().unwrap() / 1e5 - 1.0).abs() < 1e-5);
+    assert_eq!(h["prandtl"], 0.71);
+    for wall in ["hot_wall", "cold_wall"] {
+        for key in ["mean", "max", "max_at", "min", "min_at"] {
+            assert!(h[wall].get(key).is_some(), "{wall} lacks {key}");
+        }
+    }
+    assert!(h["energy_imbalance"].as_f64().unwrap().abs() < 1e-12);
+    assert_eq!(h["velocity_maxima"].as_array().unwrap().len(), 3);
+    assert_eq!(h["reference"]["nusselt"], 4.337);
+    assert_eq!(s["residuals"].as_object().unwrap().len(), 5);
+    let vti = fs::read(out.join("fields.vti")).unwrap();
+    assert!(String::from_utf8_lossy(&vti).contains("Name=\"T\""));
+}
+
+#[test]
 fn every_builtin_case_is_listed_and_prints_in_full() {
     let tmp = TempDir::new().unwrap();
     let list = ferroflow(tmp.path()).arg("cases").output().unwrap();

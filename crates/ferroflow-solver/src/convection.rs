@@ -1,0 +1,373 @@
+//! Buoyancy-driven (differentially heated) cavity: the square or cube of side L, hot wall
+//! x = 0 at T = +ΔT/2, cold wall x = L at T = −ΔT/2, the other walls adiabatic, all no-slip,
+//! fluid at rest at T_ref = 0 initially; the Boussinesq source −β_T T g⃗ drives the flow.
+//! Temperatures are measured from the mean of the wall temperatures.
+//!
+//! Nondimensional inputs (Ra, Pr) take the length L, the temperature difference ΔT and the
+//! diffusion velocity α/L as units: α = 1, ν = Pr, β_T |g| = Ra Pr, and velocities come out
+//! in units of α/L, as in de Vahl Davis (1983). Dimensional inputs give Ra = |g| β_T ΔT L³ /
+//! (ν α) with α = ν / Pr. Either way the velocity scale U_ref of the artificial
+//! compressibility is the free-fall velocity sqrt(|g| β_T ΔT L) (sqrt(Ra Pr) α/L), which
+//! bounds the buoyant velocities (the largest is about a quarter of it at Ra = 1e5).
+//!
+//! Post-processing: local Nusselt numbers Nu = −∂T/∂x · L/ΔT on the hot and cold walls from
+//! second-order one-sided wall gradients, their means by the trapezoidal rule, their extremes;
+//! the energy balance (heat in through the hot wall against heat out through the cold one); and
+//! the largest velocity component normal to each mid-plane (u on x = L/2, v on y = L/2, w on
+//! z = L/2), with positions.
+use crate::cavity::interpolate;
+use crate::reference;
+use ferroflow_core::{
+    Energy, Fields, Layout, Numerics, Physics, Problem, ProblemError, Real, SideBc,
+};
+use serde::Serialize;
+
+/// Resolved physical parameters of a buoyancy-driven cavity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeatedCavity {
+    /// Rayleigh number |g| β_T ΔT L³ / (ν α).
+    pub rayleigh: f64,
+    /// Prandtl number ν / α.
+    pub prandtl: f64,
+    /// Side L (m; 1 when nondimensional).
+    pub length: f64,
+    /// Temperature difference ΔT between the hot and the cold wall (K; 1 when nondimensional).
+    pub delta_t: f64,
+    /// Kinematic viscosity ν.
+    pub viscosity: f64,
+    /// Thermal diffusivity α.
+    pub diffusivity: f64,
+    /// −β_T g⃗ per axis.
+    pub buoyancy: [f64; 3],
+}
+
+fn finite_positive(name: &'static str, value: f64) -> Result<f64, ProblemError> {
+    if value > 0.0 && value.is_finite() {
+        Ok(value)
+    } else {
+        Err(ProblemError::OutOfRange {
+            name,
+            value,
+            allowed: "a finite value > 0",
+        })
+    }
+}
+
+/// Length of `gravity`, which must be finite and not zero.
+fn magnitude(gravity: [f64; 3]) -> Result<f64, ProblemError> {
+    let g = gravity.iter().map(|g| g * g).sum::<f64>().sqrt();
+    finite_positive("physics.gravity", g)
+}
+
+impl HeatedCavity {
+    /// Nondimensional: L = 1, ΔT = 1, α = 1, ν = Pr, buoyancy Ra Pr along −`gravity`'s
+    /// direction (its length does not matter).
+    pub fn nondimensional(
+        rayleigh: f64,
+        prandtl: f64,
+        gravity: [f64; 3],
+    ) -> Result<HeatedCavity, ProblemError> {
+        let rayleigh = finite_positive("physics.rayleigh", rayleigh)?;
+        let prandtl = finite_positive("physics.prandtl", prandtl)?;
+        let g = magnitude(gravity)?;
+        Ok(HeatedCavity {
+            rayleigh,
+            prandtl,
+            length: 1.0,
+            delta_t: 1.0,
+            viscosity: prandtl,
+            diffusivity: 1.0,
+            buoyancy: gravity.map(|x| -rayleigh * prandtl * x / g),
+        })
+    }
+
+    /// Dimensional: side `length` (m), `gravity` (m/s²), expansion coefficient β_T (1/K),
+    /// viscosity ν (m²/s), Prandtl number (α = ν / Pr), temperature difference ΔT (K).
+    pub fn dimensional(
+        length: f64,
+        gravity: [f64; 3],
+        expansion: f64,
+        viscosity: f64,
+        prandtl: f64,
+        delta_t: f64,
+    ) -> Result<HeatedCavity, ProblemError> {
+        let length = finite_positive("physics.length", length)?;
+        let g = magnitude(gravity)?;
+        let expansion = finite_positive("physics.expansion", expansion)?;
+        let viscosity = finite_positive("physics.viscosity", viscosity)?;
+        let prandtl = finite_positive("physics.prandtl", prandtl)?;
+        let delta_t = finite_positive("physics.delta_t", delta_t)?;
+        let diffusivity = viscosity / prandtl;
+        Ok(HeatedCavity {
+            rayleigh: g * expansion * delta_t * length.powi(3) / (viscosity * diffusivity),
+            prandtl,
+            length,
+            delta_t,
+            viscosity,
+            diffusivity,
+            buoyancy: gravity.map(|x| -expansion * x),
+        })
+    }
+
+    /// Free-fall velocity sqrt(|g| β_T ΔT L): the velocity scale U_ref of the scheme.
+    pub fn velocity_scale(&self) -> f64 {
+        let b = self.buoyancy.iter().map(|b| b * b).sum::<f64>().sqrt();
+        (b * self.delta_t * self.length).sqrt()
+    }
+
+    /// The problem on a `dim`-dimensional grid of `n` nodes per axis; `numerics.u_ref` is
+    /// replaced by [`HeatedCavity::velocity_scale`].
+    pub fn problem<R: Real>(
+        &self,
+        dim: usize,
+        n: [usize; 3],
+        numerics: Numerics,
+    ) -> Result<Problem<R>, ProblemError> {
+        let layout = Layout::new(dim, n);
+        let t = 1 + dim;
+        let mut initial = Fields::zeros(layout, t + 1);
+        let half = R::of(0.5 * self.delta_t);
+        layout.for_each_node(|i, _, _, o| {
+            if i == 0 {
+                initial.vars[t][o] = half;
+            } else if i == layout.n[0] - 1 {
+                initial.vars[t][o] = -half;
+            }
+        });
+        let physics = Physics {
+            viscosity: self.viscosity,
+            density: 1.0,
+        };
+        let numerics = Numerics {
+            u_ref: self.velocity_scale(),
+            ..numerics
+        };
+        let mut problem = Problem::new(layout, [self.length; 3], physics, numerics, initial)?
+            .with_energy(Energy {
+                diffusivity: self.diffusivity,
+                buoyancy: self.buoyancy,
+                t_ref: 0.0,
+            })?;
+        problem.sides = [
+            SideBc::Wall,
+            SideBc::Wall,
+            SideBc::AdiabaticWall,
+            SideBc::AdiabaticWall,
+            SideBc::AdiabaticWall,
+            SideBc::AdiabaticWall,
+        ];
+        Ok(problem)
+    }
+
+    /// Heat transfer and flow figures of a solution (`fields` of a problem from
+    /// [`HeatedCavity::problem`]).
+    pub fn report<R: Real>(&self, problem: &Problem<R>, fields: &Fields<R>) -> HeatTransfer {
+        let hot = self.wall_nusselt(problem, fields, false);
+        let cold = self.wall_nusselt(problem, fields, true);
+        let dim = problem.layout.dim;
+        let reference = reference::natural_convection(dim, self.rayleigh, self.prandtl).map(
+            |(source, value)| NusseltReference {
+                source: source.into(),
+                nusselt: value,
+                relative_deviation: (hot.mean - value) / value,
+            },
+        );
+        HeatTransfer {
+            rayleigh: self.rayleigh,
+            prandtl: self.prandtl,
+            energy_imbalance: (hot.mean - cold.mean) / hot.mean,
+            hot_wall: hot,
+            cold_wall: cold,
+            velocity_maxima: (0..dim)
+                .map(|m| self.plane_maximum(problem, fields, m))
+                .collect(),
+            reference,
+        }
+    }
+
+    /// Local Nusselt numbers −∂T/∂x · L/ΔT over the wall x = 0 (or x = L if `cold`): the
+    /// one-sided second-order gradient at each wall node, integrated by the trapezoidal rule.
+    fn wall_nusselt<R: Real>(
+        &self,
+        problem: &Problem<R>,
+        fields: &Fields<R>,
+        cold: bool,
+    ) -> WallNusselt {
+        let l = fields.layout;
+        let t = problem
+            .temperature()
+            .expect("a problem with the energy equation");
+        let h = problem.spacing;
+        let (i0, step) = if cold {
+            (l.n[0] as isize - 1, -1)
+        } else {
+            (0, 1)
+        };
+        let at = |i: isize, j: usize, k: usize| fields.at(t, i as usize, j, k).f64();
+        let scale = self.length / self.delta_t;
+        let mut wall = WallNusselt {
+            mean: 0.0,
+            max: f64::NEG_INFINITY,
+            max_at: Vec::new(),
+            min: f64::INFINITY,
+            min_at: Vec::new(),
+        };
+        let weight = |m: usize, n: usize| if m == 0 || m == n - 1 { 0.5 } else { 1.0 };
+        let mut area = 0.0;
+        for k in 0..l.n[2] {
+            for j in 0..l.n[1] {
+                let (t0, t1, t2) = (at(i0, j, k), at(i0 + step, j, k), at(i0 + 2 * step, j, k));
+                // Derivative into the fluid, (−3 T₀ + 4 T₁ − T₂) / 2h, turned into −∂T/∂x.
+                let inward = (4.0 * t1 - 3.0 * t0 - t2) / (2.0 * h[0]);
+                let nu = -inward * step as f64 * scale;
+                let w = weight(j, l.n[1]) * if l.dim == 3 { weight(k, l.n[2]) } else { 1.0 };
+                wall.mean += w * nu;
+                area += w;
+                let at = [j as f64 * h[1], k as f64 * h[2]][..l.dim - 1]
+                    .iter()
+                    .map(|x| x / self.length)
+                    .collect::<Vec<_>>();
+                if nu > wall.max {
+                    (wall.max, wall.max_at) = (nu, at.clone());
+                }
+                if nu < wall.min {
+                    (wall.min, wall.min_at) = (nu, at);
+                }
+            }
+        }
+        wall.mean /= area;
+        wall
+    }
+
+    /// The largest value of velocity component `m` on the mid-plane normal to axis `m`
+    /// (interpolated there when it falls between nodes), with its position.
+    fn plane_maximum<R: Real>(
+        &self,
+        problem: &Problem<R>,
+        fields: &Fields<R>,
+        m: usize,
+    ) -> Extreme {
+        let l = fields.layout;
+        let mut best = (f64::NEG_INFINITY, [0.0; 3]);
+        l.for_each_node(|i, j, k, _| {
+            if [i, j, k][m] != 0 {
+                return;
+            }
+            let mut x = problem.coordinates(i, j, k);
+            x[m] = 0.5 * self.length;
+            let value = interpolate(problem, fields, 1 + m, x);
+            if value > best.0 {
+                best = (value, x);
+            }
+        });
+        let names = ["u on x = L/2", "v on y = L/2", "w on z = L/2"];
+        Extreme {
+            quantity: names[m].into(),
+            value: best.0,
+            nondimensional: best.0 * self.length / self.diffusivity,
+            at: best.1[..l.dim].iter().map(|x| x / self.length).collect(),
+        }
+    }
+}
+
+/// Heat transfer and flow figures of a buoyancy-driven cavity, in `summary.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct HeatTransfer {
+    /// Rayleigh number of the case.
+    pub rayleigh: f64,
+    /// Prandtl number of the case.
+    pub prandtl: f64,
+    /// Nusselt numbers on the hot wall x = 0.
+    pub hot_wall: WallNusselt,
+    /// Nusselt numbers on the cold wall x = L.
+    pub cold_wall: WallNusselt,
+    /// Heat in through the hot wall minus heat out through the cold wall, relative to the
+    /// former: zero for an exact steady solution.
+    pub energy_imbalance: f64,
+    /// The largest velocity component normal to each mid-plane.
+    pub velocity_maxima: Vec<Extreme>,
+    /// Published mean Nusselt number of the hot wall, if there is one for this Ra and Pr.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference: Option<NusseltReference>,
+}
+
+/// Nusselt numbers Nu = −∂T/∂x · L/ΔT of one wall (heat flowing along +x is positive).
+#[derive(Debug, Clone, Serialize)]
+pub struct WallNusselt {
+    /// Mean over the wall (trapezoidal rule).
+    pub mean: f64,
+    /// Largest local value.
+    pub max: f64,
+    /// Where: the wall's other coordinates (y[, z]) over L.
+    pub max_at: Vec<f64>,
+    /// Smallest local value.
+    pub min: f64,
+    /// Where: the wall's other coordinates over L.
+    pub min_at: Vec<f64>,
+}
+
+/// A maximum of a velocity component.
+#[derive(Debug, Clone, Serialize)]
+pub struct Extreme {
+    /// What and where (e.g. `u on x = L/2`).
+    pub quantity: String,
+    /// Value in the case's units.
+    pub value: f64,
+    /// Value in units of α/L (as benchmarks tabulate it).
+    pub nondimensional: f64,
+    /// Position, coordinates over L.
+    pub at: Vec<f64>,
+}
+
+/// Deviation of the hot wall's mean Nusselt number from a published value.
+#[derive(Debug, Clone, Serialize)]
+pub struct NusseltReference {
+    /// Where the value comes from.
+    pub source: String,
+    /// The published mean Nusselt number.
+    pub nusselt: f64,
+    /// (computed − published) / published.
+    pub relative_deviation: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_resolve_to_the_same_numbers() {
+        let nd = HeatedCavity::nondimensional(1e5, 0.71, [0.0, -9.81, 0.0]).unwrap();
+        assert_eq!((nd.viscosity, nd.diffusivity), (0.71, 1.0));
+        assert!((nd.buoyancy[1] - 71e3).abs() < 1e-9 && nd.buoyancy[0] == 0.0);
+        assert!((nd.velocity_scale() - 71e3f64.sqrt()).abs() < 1e-9);
+        let d =
+            HeatedCavity::dimensional(0.05, [0.0, -9.81, 0.0], 3e-3, 1.5e-5, 0.71, 8.0).unwrap();
+        let ra = 9.81 * 3e-3 * 8.0 * 0.05f64.powi(3) * 0.71 / (1.5e-5 * 1.5e-5);
+        assert!((d.rayleigh / ra - 1.0).abs() < 1e-12);
+        assert!(HeatedCavity::nondimensional(1e5, 0.71, [0.0; 3]).is_err());
+    }
+
+    #[test]
+    fn conduction_gives_nusselt_one_and_no_imbalance() {
+        let num = Numerics {
+            cfl: 0.5,
+            kappa: 1.0,
+            u_ref: 1.0,
+            c4: 0.02,
+        };
+        let cavity =
+            HeatedCavity::dimensional(2.0, [0.0, -9.81, 0.0], 1e-3, 1e-3, 0.7, 4.0).unwrap();
+        let mut p = cavity.problem::<f64>(3, [9, 7, 5], num).unwrap();
+        // Linear conduction profile from +ΔT/2 to −ΔT/2.
+        let (l, t) = (p.layout, p.temperature().unwrap());
+        l.for_each_node(|i, _, _, o| {
+            p.initial.vars[t][o] = 2.0 - 4.0 * i as f64 / (l.n[0] - 1) as f64;
+        });
+        let r = cavity.report(&p, &p.initial);
+        for wall in [&r.hot_wall, &r.cold_wall] {
+            assert!((wall.mean - 1.0).abs() < 1e-12 && (wall.max - wall.min).abs() < 1e-12);
+        }
+        assert!(r.energy_imbalance.abs() < 1e-12);
+        assert_eq!(r.velocity_maxima.len(), 3);
+    }
+}
