@@ -30,9 +30,12 @@ long() { local limit=$1; shift; step timeout "$limit" "$@" --set output.checkpoi
 [[ $what == bench ]] || {
   step "$bin" verify mms --dim 2 --backend cuda --out "$work/mms2"
   step "$bin" verify mms --dim 3 --backend cuda --out "$work/mms3"
+  step "$bin" verify mms --dim 3 --energy --backend cuda --out "$work/mms3e"
   long 120 "$bin" verify cavity cavity2d-re100 cavity2d-re1000 cavity3d-re100 --set backend.kind=cuda --out "$work/gpu-same-grid"
   long 120 "$bin" verify cavity cavity2d-re1000 --set 'grid.nodes=[257,257]' --set backend.kind=cuda --out "$work/gpu-2d-257"
   long 200 "$bin" verify cavity cavity3d-re1000 --set 'grid.nodes=[129,129,129]' --set numerics.check_interval=500 --set backend.kind=cuda --out "$work/gpu-3d-129"
+  long 200 "$bin" verify cavity cavity3d-re1000 --set 'grid.nodes=[193,193,193]' --set numerics.check_interval=500 --set backend.kind=cuda --out "$work/gpu-3d-193"
+  step env FERROFLOW="$bin" OUT="$work/bdc-study" "$(dirname "$0")/bdc-study.sh" bdc3d 33 65 129
 } >"$out/verify.txt" 2>&1
-[[ $what == bench ]] || (cd "$work" && tar czf "$out/results.tar.gz" --exclude='*.vti' --exclude='*.ffcp' --exclude='*.pvd' mms2 mms3 gpu-same-grid gpu-2d-257 gpu-3d-129 cache)
+[[ $what == bench ]] || (cd "$work" && tar czf "$out/results.tar.gz" --exclude='*.vti' --exclude='*.ffcp' --exclude='*.pvd' mms2 mms3 mms3e gpu-same-grid gpu-2d-257 gpu-3d-129 gpu-3d-193 bdc-study cache)
 rm -rf "$work"

@@ -18,6 +18,8 @@ pub struct Coefficients<R> {
     pub inv_rho: R,
     /// Courant number.
     pub cfl: R,
+    /// 1 / Courant number (turns the time-step rate into 1 / Δτ without a division).
+    pub inv_cfl: R,
     /// Fourth-difference dissipation coefficient.
     pub c4: R,
     /// Floor of the artificial compressibility, κ U_ref².
@@ -62,6 +64,7 @@ impl<R: Real> Coefficients<R> {
             nu: R::of(ph.viscosity),
             inv_rho: R::of(1.0 / ph.density),
             cfl: R::of(num.cfl),
+            inv_cfl: R::of(1.0 / num.cfl),
             c4: R::of(num.c4),
             beta2_min: R::of(num.kappa * num.u_ref * num.u_ref),
             viscous_rate: R::of(viscous_rate),

@@ -33,7 +33,9 @@ pub fn second_difference<R: Real>(m1: R, c: R, p1: R, inv_h2: R) -> R {
     (m1 + p1 - (c + c)) * inv_h2
 }
 
-/// Local pseudo-time step `cfl / (Σ λ_d / h_d + 2 ν Σ 1 / h_d² + Σ λ_d² / 4ν)`: the convective
+/// Rate of the local pseudo-time step, `Σ λ_d / h_d + 2 ν Σ 1 / h_d² + Σ λ_d² / 4ν`, so that
+/// `Δτ = cfl / rate` (the rate also turns the pressure shift into a residual without a second
+/// division). The terms are the convective
 /// and viscous limits of forward Euler, and a cell-Péclet limit `Δτ Σ λ_d² ≤ 4ν`. Central
 /// differences leave long waves damped by viscosity alone, so without the last term the scheme
 /// diverges at high Reynolds numbers (the Re = 1000 cavity on 65² within 2000 iterations);
@@ -41,13 +43,8 @@ pub fn second_difference<R: Real>(m1: R, c: R, p1: R, inv_h2: R) -> R {
 /// With the energy equation the diffusive terms use the faster diffusion, `max(ν, α)`, and
 /// the cell-Péclet term the slower one, `min(ν, α)` (per-run constants, see `Coefficients`).
 #[inline(always)]
-pub fn local_time_step<R: Real>(
-    cfl: R,
-    sum_lambda_over_h: R,
-    viscous_rate: R,
-    peclet_rate: R,
-) -> R {
-    cfl / (sum_lambda_over_h + viscous_rate + peclet_rate)
+pub fn time_step_rate<R: Real>(sum_lambda_over_h: R, viscous_rate: R, peclet_rate: R) -> R {
+    sum_lambda_over_h + viscous_rate + peclet_rate
 }
 
 /// Quadratic extrapolation to the node beyond `a` from three nodes `a, b, c` going inward:

@@ -118,7 +118,8 @@ fn update_row<R: Real, const D: usize, const SRC: bool, const E: bool>(
                 div =
                     div + central_difference(at(q[1 + d], o - s), at(q[1 + d], o + s), c.inv_2h[d]);
             }
-            let dt = local_time_step(c.cfl, sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
+            let rate = time_step_rate(sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
+            let dt = c.cfl / rate;
             let mut rp = -beta2 * div - c.c4 * diss;
             if SRC {
                 rp = rp + at(src[0], o);
@@ -126,7 +127,7 @@ fn update_row<R: Real, const D: usize, const SRC: bool, const E: bool>(
             out[0][x] = pc + dt * rp - p_shift;
             // The norm measures the change of the referenced pressure: a uniform drift (which
             // the reference shift removes) is not a residual.
-            res[0][t] = rp - p_shift / dt;
+            res[0][t] = rp - p_shift * (rate * c.inv_cfl);
             let tc = if E { at(q[1 + D], o) } else { R::zero() };
             for m in 0..D {
                 let (conv, lap) = transport(c, st, q[1 + m], o, &vel, vel[m]);

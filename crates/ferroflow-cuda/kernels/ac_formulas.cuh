@@ -33,10 +33,11 @@ __device__ __forceinline__ real_t second_difference(real_t m1, real_t c, real_t 
     return (m1 + p1 - (c + c)) * inv_h2;
 }
 
-// Local pseudo-time step cfl / (sum lambda_d / h_d + viscous rate + Peclet rate).
-__device__ __forceinline__ real_t local_time_step(real_t cfl, real_t sum_lambda_over_h,
-                                                  real_t viscous_rate, real_t peclet_rate) {
-    return cfl / (sum_lambda_over_h + viscous_rate + peclet_rate);
+// Rate of the local pseudo-time step: sum lambda_d / h_d + viscous rate + Peclet rate
+// (dt = cfl / rate).
+__device__ __forceinline__ real_t time_step_rate(real_t sum_lambda_over_h, real_t viscous_rate,
+                                                 real_t peclet_rate) {
+    return sum_lambda_over_h + viscous_rate + peclet_rate;
 }
 
 // Quadratic extrapolation to the node beyond a from three nodes a, b, c going inward.

@@ -24,6 +24,7 @@ struct Coeffs {
     real_t nu;
     real_t inv_rho;
     real_t cfl;
+    real_t inv_cfl;
     real_t c4;
     real_t beta2_min;
     real_t viscous_rate;
@@ -108,14 +109,15 @@ __device__ __forceinline__ void update_node(const Coeffs& c, const Grid& g, cons
         div = div + central_difference(at(cur, z, g, 1 + d, d, o, -1),
                                        at(cur, z, g, 1 + d, d, o, 1), c.inv_2h[d]);
     }
-    const real_t dt = local_time_step(c.cfl, sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
+    const real_t rate = time_step_rate(sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
+    const real_t dt = c.cfl / rate;
     real_t rp = -beta2 * div - c.c4 * diss;
     if (SRC) rp = rp + load(src.v[0], o);
     next.v[0][o] = pc + dt * rp - p_shift;
     if (norms) {
         // The norm measures the change of the referenced pressure: a uniform drift (which the
         // reference shift removes) is not a residual.
-        const real_t rp_ref = rp - p_shift / dt;
+        const real_t rp_ref = rp - p_shift * (rate * c.inv_cfl);
         sums[0] += (double)rp_ref * (double)rp_ref;
     }
     const real_t tc = ENERGY ? (DIM == 3 ? z.q[DIM][1] : load(cur.v[1 + DIM], o)) : (real_t)0;

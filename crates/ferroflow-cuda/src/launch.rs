@@ -359,8 +359,8 @@ mod tests {
     fn argument_structs_have_the_c_layout() {
         assert_eq!(std::mem::size_of::<Grid>(), 8 * 8);
         assert_eq!(std::mem::size_of::<Vars>(), 5 * 8);
-        assert_eq!(std::mem::size_of::<Coeffs<f32>>(), 21 * 4);
-        assert_eq!(std::mem::size_of::<Coeffs<f64>>(), 21 * 8);
+        assert_eq!(std::mem::size_of::<Coeffs<f32>>(), 22 * 4);
+        assert_eq!(std::mem::size_of::<Coeffs<f64>>(), 22 * 8);
     }
 
     /// Runs the fills on the host the way fill_walls indexes them (T is variable `t`).
