@@ -2,9 +2,10 @@
 //! fill, norms), against the memory-bandwidth roofline measured in the same run.
 use crate::Failure;
 use clap::Args;
-use ferroflow_core::{Backend, Numerics, Real};
+use ferroflow_core::{Backend, Numerics, Problem, Real};
 use ferroflow_cpu::CpuBackend;
 use ferroflow_cuda::{CudaBackend, CudaOptions, TuneMode};
+use ferroflow_solver::case::builtin;
 use ferroflow_solver::cavity;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -15,7 +16,7 @@ use std::time::Instant;
 Examples:
   ferroflow bench                                   # CPU: 2049^2 and 193^3, f64 and f32
   ferroflow bench --backend cuda --n2d 4097,8193 --n3d 257,513
-  ferroflow bench --backend cuda --n2d 4000,4096,4097,4200 --n3d '' --precision f64")]
+  ferroflow bench --backend cuda --energy --n2d 4097 --n3d 257,513")]
 pub struct BenchArgs {
     /// Backend to measure.
     #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda"])]
@@ -38,6 +39,9 @@ pub struct BenchArgs {
     /// Precisions, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "f64,f32", value_parser = ["f64", "f32"])]
     precision: Vec<String>,
+    /// Benchmark the buoyancy-driven cavity (energy equation on) instead of the lid-driven one.
+    #[arg(long)]
+    energy: bool,
     /// Timed repetitions (the median is reported).
     #[arg(long, default_value_t = 5)]
     repeats: usize,
@@ -93,16 +97,24 @@ fn cpu_copy_bandwidth(pool: &rayon::ThreadPool, repeats: usize) -> f64 {
     (2 * n * 8) as f64 / secs
 }
 
-/// Sets up the backend for the cavity on `n` nodes per axis; returns it with a description.
+/// The benchmark problem on `n` nodes per axis: the lid-driven cavity, or with `--energy` the
+/// built-in buoyancy-driven cavity (one more variable).
+fn problem<R: Real>(args: &BenchArgs, dim: usize, n: usize) -> Result<Problem<R>, Failure> {
+    if !args.energy {
+        return cavity::lid_driven::<R>(dim, [n; 3], 1000.0, 1.0, NUMERICS).map_err(Failure::input);
+    }
+    let mut case = builtin(if dim == 2 { "bdc2d" } else { "bdc3d" }).expect("built-in case");
+    case.grid.nodes = vec![n; dim];
+    case.problem::<R>().map_err(Failure::input)
+}
+
+/// Sets up the backend for `problem`; returns it with a description.
 fn backend<R: Real>(
     args: &BenchArgs,
-    dim: usize,
-    n: usize,
+    problem: &Problem<R>,
 ) -> Result<(Box<dyn Backend<Real = R>>, String), Failure> {
-    let problem =
-        cavity::lid_driven::<R>(dim, [n; 3], 1000.0, 1.0, NUMERICS).map_err(Failure::input)?;
     if args.backend == "cpu" {
-        let b = CpuBackend::new(&problem, args.threads).map_err(Failure::runtime)?;
+        let b = CpuBackend::new(problem, args.threads).map_err(Failure::runtime)?;
         let what = format!("{} threads", b.threads());
         return Ok((Box::new(b), what));
     }
@@ -116,7 +128,7 @@ fn backend<R: Real>(
         tune,
         ..CudaOptions::default()
     };
-    let b = CudaBackend::new(&problem, &options).map_err(Failure::runtime)?;
+    let b = CudaBackend::new(problem, &options).map_err(Failure::runtime)?;
     let shape = format!("shape {}", b.tuning().chosen);
     Ok((Box::new(b), shape))
 }
@@ -127,8 +139,9 @@ fn bench_case<R: Real>(
     n: usize,
     bandwidth: f64,
 ) -> Result<(), Failure> {
-    let (mut backend, what) = backend::<R>(args, dim, n)?;
-    let nodes = ((n - 2) as f64).powi(dim as i32);
+    let problem = problem::<R>(args, dim, n)?;
+    let (mut backend, what) = backend(args, &problem)?;
+    let nodes = problem.layout.interior_nodes() as f64;
     // Warm up (graph capture, caches), then size the repetitions from a timed chunk.
     let mut iters = 10;
     let secs = median_seconds(1, || {
@@ -139,7 +152,7 @@ fn bench_case<R: Real>(
         backend.advance(iters).map(|_| ()).map_err(Failure::runtime)
     })?;
     let rate = nodes * iters as f64 / secs;
-    let bytes = (2 * (1 + dim) * R::BYTES) as f64;
+    let bytes = (2 * problem.equations() * R::BYTES) as f64;
     let roofline = bandwidth / bytes;
     println!(
         "{:<4} {dim}D {n:>5}^{dim} {:>4} {:>9.3} G node-updates/s {:>6.1}% of roofline  ({:.0} B/node; {iters} iterations x {}; {what})",
