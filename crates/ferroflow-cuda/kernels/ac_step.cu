@@ -1,19 +1,24 @@
 // The fused interior pass: the twin of `update_row` in crates/ferroflow-cpu/src/step.rs (same
 // formulas, same operation order). One pass over memory per pseudo-time iteration reads the
 // current state and writes the interior nodes of the next one; wall nodes and ghosts are left
-// to boundary.cu. A thread updates node (i, j) in 2D, or K_PER_THREAD consecutive nodes along
-// k in 3D. When `norms` is set, each block writes its residual sums to `partials`
-// (partials[e * blocks + block]) for reduce.cu to add up in a fixed order. The template
-// switches SRC (source terms) and ENERGY (temperature T after the velocity, its transport and
-// its buoyancy in the momentum equations) make four entry points; without them the code is
-// that of the flow alone.
+// to boundary.cu. A thread updates MARCH consecutive nodes along the last axis (j in 2D, k in
+// 3D), marching up it with the values along that axis in registers. When `norms` is set, each
+// block writes its residual sums to `partials` (partials[e * blocks + block]) for reduce.cu to
+// add up in a fixed order. The template switches SRC (source terms) and ENERGY (temperature T
+// after the velocity, its transport and its buoyancy in the momentum equations) make four entry
+// points; without them the code is that of the flow alone.
 #include "ac_formulas.cuh"
 
 #define BLOCK_THREADS (BLOCK_X * BLOCK_Y * BLOCK_Z)
 #define MAX_EQUATIONS (2 + DIM)
 
 static_assert(DIM == 2 || DIM == 3, "DIM is 2 or 3");
-static_assert(DIM == 3 || (BLOCK_Z == 1 && K_PER_THREAD == 1), "2D launch shapes are flat");
+static_assert(DIM == 3 || BLOCK_Z == 1, "2D thread blocks are flat");
+static_assert(MARCH >= 1, "a thread updates at least one node");
+
+// The axis a thread marches along: the last one, whose neighbours are a row (2D) or a plane
+// (3D) away, so the ones it keeps in registers are those the caches serve worst.
+#define MARCH_AXIS (DIM - 1)
 
 // Per-run constants in the run's precision: ferroflow-core's Coefficients, field for field
 // (tests/mirror.rs checks the order).
@@ -34,44 +39,47 @@ struct Coeffs {
     real_t buoyancy[3];
 };
 
-// Values along z around the node a 3D thread is at, kept in registers while it marches up
-// in k: each value is loaded once per thread instead of once per node that reads it.
-struct ZQueue {
-    real_t p[5];     // p at k-2 .. k+2
-    real_t q[4][3];  // u, v, w, T at k-1 .. k+1
+// Values along the march axis around the node a thread is at, kept in registers while it
+// marches: each value is loaded once per thread instead of once per node that reads it.
+struct Queue {
+    real_t p[5];           // p at -2 .. +2
+    real_t q[DIM + 1][3];  // the velocity components and T at -1 .. +1
 };
 
-// Loads the queue for the node at offset `o` (3D).
+// Loads the queue for the node at offset `o`; `s` is the march axis' stride.
 template <bool ENERGY>
-__device__ __forceinline__ void zqueue_fill(ZQueue& z, const Vars& cur, idx_t o, idx_t s) {
+__device__ __forceinline__ void queue_fill(Queue& z, const Vars& cur, idx_t o, idx_t s) {
     for (int l = 0; l < 5; ++l) z.p[l] = load(cur.v[0], o + (l - 2) * s);
-    for (int m = 0; m < 3 + ENERGY; ++m)
+    for (int m = 0; m < DIM + ENERGY; ++m)
         for (int l = 0; l < 3; ++l) z.q[m][l] = load(cur.v[1 + m], o + (l - 1) * s);
 }
 
-// Moves the queue one node up in k; `o` is the offset of the new node.
+// Moves the queue one node up the march axis; `o` is the offset of the new node.
 template <bool ENERGY>
-__device__ __forceinline__ void zqueue_shift(ZQueue& z, const Vars& cur, idx_t o, idx_t s) {
+__device__ __forceinline__ void queue_shift(Queue& z, const Vars& cur, idx_t o, idx_t s) {
     for (int l = 0; l < 4; ++l) z.p[l] = z.p[l + 1];
     z.p[4] = load(cur.v[0], o + 2 * s);
-    for (int m = 0; m < 3 + ENERGY; ++m) {
+    for (int m = 0; m < DIM + ENERGY; ++m) {
         z.q[m][0] = z.q[m][1];
         z.q[m][1] = z.q[m][2];
         z.q[m][2] = load(cur.v[1 + m], o + s);
     }
 }
 
-// Value of variable `v` (0 = p) at offset `o + l * stride[d]`, from the z queue along z in 3D.
-__device__ __forceinline__ real_t at(const Vars& cur, const ZQueue& z, const Grid& g, int v, int d,
+// Value of variable `v` (0 = p) at offset `o + l * stride[d]`, from the queue along the march
+// axis.
+__device__ __forceinline__ real_t at(const Vars& cur, const Queue& z, const Grid& g, int v, int d,
                                      idx_t o, int l) {
-    if (DIM == 3 && d == 2) return v == 0 ? z.p[2 + l] : z.q[v - 1][1 + l];
-    return load(cur.v[v], o + l * g.stride[d]);
+    if (d == MARCH_AXIS) return v == 0 ? z.p[2 + l] : z.q[v - 1][1 + l];
+    // stride[0] is 1 (Layout): written as a constant, the x neighbours are immediate offsets
+    // from the node's address instead of products computed at run time.
+    return load(cur.v[v], o + l * (d == 0 ? 1 : g.stride[d]));
 }
 
 // Convection u.grad(q) and Laplacian of the transported variable `v` (a velocity component or
 // T) at offset `o`, where it is `centre`: the twin of `transport` in step.rs.
 __device__ __forceinline__ void transport(const Coeffs& c, const Grid& g, const Vars& cur,
-                                          const ZQueue& z, int v, idx_t o, const real_t vel[DIM],
+                                          const Queue& z, int v, idx_t o, const real_t vel[DIM],
                                           real_t centre, real_t& conv, real_t& lap) {
     conv = 0;
     lap = 0;
@@ -85,17 +93,17 @@ __device__ __forceinline__ void transport(const Coeffs& c, const Grid& g, const 
 // Updates the node at offset `o` into `next` and, if `norms`, adds its squared residuals.
 template <bool SRC, bool ENERGY>
 __device__ __forceinline__ void update_node(const Coeffs& c, const Grid& g, const Vars& cur,
-                                            const ZQueue& z, const Vars& next, const Vars& src,
+                                            const Queue& z, const Vars& next, const Vars& src,
                                             idx_t o, real_t p_shift, int norms,
                                             double sums[MAX_EQUATIONS]) {
     real_t vel[DIM];
     real_t speed2 = 0;
     for (int d = 0; d < DIM; ++d) {
-        vel[d] = DIM == 3 ? z.q[d][1] : load(cur.v[1 + d], o);
+        vel[d] = z.q[d][1];
         speed2 = speed2 + vel[d] * vel[d];
     }
     const real_t beta2 = local_beta2(speed2, c.beta2_min);
-    const real_t pc = DIM == 3 ? z.p[2] : load(cur.v[0], o);
+    const real_t pc = z.p[2];
     real_t sum_lh = 0, sum_l2 = 0, diss = 0, div = 0;
     for (int d = 0; d < DIM; ++d) {
         const real_t lam = spectral_radius(vel[d], beta2);
@@ -120,7 +128,7 @@ __device__ __forceinline__ void update_node(const Coeffs& c, const Grid& g, cons
         const real_t rp_ref = rp - p_shift * (rate * c.inv_cfl);
         sums[0] += (double)rp_ref * (double)rp_ref;
     }
-    const real_t tc = ENERGY ? (DIM == 3 ? z.q[DIM][1] : load(cur.v[1 + DIM], o)) : (real_t)0;
+    const real_t tc = ENERGY ? z.q[DIM][1] : (real_t)0;
     for (int m = 0; m < DIM; ++m) {
         real_t conv, lap;
         transport(c, g, cur, z, 1 + m, o, vel, vel[m], conv, lap);
@@ -148,23 +156,27 @@ __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const
                                            int norms) {
     __shared__ double scratch[BLOCK_THREADS];
     const int t = threadIdx.x + BLOCK_X * (threadIdx.y + BLOCK_Y * threadIdx.z);
-    const idx_t i = 1 + (idx_t)blockIdx.x * BLOCK_X + threadIdx.x;
-    const idx_t j = 1 + (idx_t)blockIdx.y * BLOCK_Y + threadIdx.y;
-    const idx_t k0 = DIM == 3 ? 1 + ((idx_t)blockIdx.z * BLOCK_Z + threadIdx.z) * K_PER_THREAD : 0;
+    // The node of thread (x, y, z) and its first along the march axis.
+    idx_t ijk[3] = {(idx_t)blockIdx.x * BLOCK_X + threadIdx.x,
+                    (idx_t)blockIdx.y * BLOCK_Y + threadIdx.y,
+                    (idx_t)blockIdx.z * BLOCK_Z + threadIdx.z};
+    ijk[MARCH_AXIS] *= MARCH;
+    for (int d = 0; d < DIM; ++d) ijk[d] += 1;
     // The reference pressure of the current state, read here so that the host never waits.
     const real_t p_shift = load(cur.v[0], g.p_ref);
     const int equations = 1 + DIM + ENERGY;
     double sums[MAX_EQUATIONS];
     for (int e = 0; e < MAX_EQUATIONS; ++e) sums[e] = 0;
-    if (i < g.n[0] - 1 && j < g.n[1] - 1 && (DIM == 2 || k0 < g.n[2] - 1)) {
-        idx_t o = node_offset(g, i, j, k0);
-        ZQueue z;
-        if (DIM == 3) zqueue_fill<ENERGY>(z, cur, o, g.stride[2]);
-        for (int m = 0; m < K_PER_THREAD; ++m) {
+    if (ijk[0] < g.n[0] - 1 && ijk[1] < g.n[1] - 1 && (DIM == 2 || ijk[2] < g.n[2] - 1)) {
+        const idx_t s = g.stride[MARCH_AXIS];
+        idx_t o = node_offset(g, ijk[0], ijk[1], ijk[2]);
+        Queue z;
+        queue_fill<ENERGY>(z, cur, o, s);
+        for (int m = 0; m < MARCH; ++m) {
             if (m > 0) {
-                if (k0 + m >= g.n[2] - 1) break;
-                o += g.stride[2];
-                zqueue_shift<ENERGY>(z, cur, o, g.stride[2]);
+                if (ijk[MARCH_AXIS] + m >= g.n[MARCH_AXIS] - 1) break;
+                o += s;
+                queue_shift<ENERGY>(z, cur, o, s);
             }
             update_node<SRC, ENERGY>(c, g, cur, z, next, src, o, p_shift, norms, sums);
         }

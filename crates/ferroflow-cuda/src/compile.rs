@@ -170,7 +170,7 @@ impl Build {
                     format!("-DBLOCK_X={x}"),
                     format!("-DBLOCK_Y={y}"),
                     format!("-DBLOCK_Z={z}"),
-                    format!("-DK_PER_THREAD={}", shape.k_per_thread),
+                    format!("-DMARCH={}", shape.march),
                 ]);
             }
             Program::Reduce => options.push(format!("-DREDUCE_THREADS={REDUCE_THREADS}")),
@@ -386,7 +386,7 @@ mod tests {
             "-DBLOCK_X=16",
             "-DBLOCK_Y=4",
             "-DBLOCK_Z=4",
-            "-DK_PER_THREAD=2",
+            "-DMARCH=2",
         ] {
             assert!(opts.contains(&o.to_string()), "{o} missing from {opts:?}");
         }

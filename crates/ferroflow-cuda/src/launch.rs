@@ -11,22 +11,23 @@ use std::fmt;
 /// Threads per block of `fill_walls` (any size works; it only sets the grid).
 const BOUNDARY_THREADS: u32 = 128;
 
-/// Thread-block shape of `ac_step`, and how many consecutive nodes along k one thread updates.
+/// Thread-block shape of `ac_step`, and how many consecutive nodes along the last axis (j in
+/// 2D, k in 3D) one thread updates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LaunchShape {
     /// Threads per block along x, y, z (z is 1 in 2D).
     pub block: [u32; 3],
-    /// Consecutive nodes along k per thread (1 in 2D).
-    pub k_per_thread: u32,
+    /// Consecutive nodes per thread along the last axis, which the thread marches up keeping
+    /// the values along it in registers (`MARCH` in ac_step.cu). Caches written before 2D
+    /// threads marched call it `k_per_thread`.
+    #[serde(alias = "k_per_thread")]
+    pub march: u32,
 }
 
 impl LaunchShape {
-    /// A shape of `block` threads, each updating `k_per_thread` nodes along k.
-    pub const fn new(block: [u32; 3], k_per_thread: u32) -> LaunchShape {
-        LaunchShape {
-            block,
-            k_per_thread,
-        }
+    /// A shape of `block` threads, each updating `march` nodes along the last axis.
+    pub const fn new(block: [u32; 3], march: u32) -> LaunchShape {
+        LaunchShape { block, march }
     }
 
     /// Threads per block.
@@ -36,11 +37,8 @@ impl LaunchShape {
 
     /// Blocks per axis covering the interior nodes of `layout`.
     pub(crate) fn grid(&self, layout: &Layout) -> Result<(u32, u32, u32), BackendError> {
-        let per_block = [
-            self.block[0],
-            self.block[1],
-            self.block[2] * self.k_per_thread,
-        ];
+        let mut per_block = self.block;
+        per_block[layout.dim - 1] *= self.march;
         let blocks = [0, 1, 2].map(|d| {
             let interior = if d < layout.dim { layout.n[d] - 2 } else { 1 };
             interior.div_ceil(per_block[d] as usize)
@@ -63,8 +61,8 @@ impl fmt::Display for LaunchShape {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         let [x, y, z] = self.block;
         write!(f, "{x}x{y}x{z}")?;
-        if self.k_per_thread > 1 {
-            write!(f, " k{}", self.k_per_thread)?;
+        if self.march > 1 {
+            write!(f, " m{}", self.march)?;
         }
         Ok(())
     }
@@ -347,11 +345,16 @@ mod tests {
         let l = Layout::new(3, [35, 29, 23]);
         let s = LaunchShape::new([32, 4, 1], 2);
         assert_eq!(s.grid(&l).unwrap(), (2, 7, 11));
-        assert_eq!(s.to_string(), "32x4x1 k2");
+        assert_eq!(s.to_string(), "32x4x1 m2");
         let flat = Layout::new(2, [67, 53, 0]);
         assert_eq!(
             LaunchShape::new([64, 2, 1], 1).grid(&flat).unwrap(),
             (2, 26, 1)
+        );
+        // In 2D a thread marches along j.
+        assert_eq!(
+            LaunchShape::new([64, 2, 1], 4).grid(&flat).unwrap(),
+            (2, 7, 1)
         );
     }
 

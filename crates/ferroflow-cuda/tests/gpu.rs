@@ -263,6 +263,33 @@ fn tuning_leaves_the_state_unchanged() {
 }
 
 #[test]
+fn every_launch_shape_gives_the_same_state() {
+    if !gpu() {
+        return;
+    }
+    // Each node's update is the same whatever thread computes it, so every candidate shape
+    // (marching or not, partial blocks on every axis) must give the default's state bitwise.
+    // The heated cavity runs the energy variant, whose queue carries T as well.
+    for dim in [2, 3] {
+        let problem = heated::<f64>(dim);
+        let (_, expected) = run(&mut CudaBackend::new(&problem, &untuned()).unwrap(), &[20]);
+        for shape in candidates(dim) {
+            let fixed = CudaOptions {
+                tune: TuneMode::Fixed(shape),
+                ..CudaOptions::default()
+            };
+            let mut backend = CudaBackend::new(&problem, &fixed).unwrap();
+            assert_eq!(backend.tuning().chosen, shape);
+            let (_, state) = run(&mut backend, &[20]);
+            assert!(
+                state == expected,
+                "{dim}D, shape {shape}: the state differs"
+            );
+        }
+    }
+}
+
+#[test]
 fn upload_and_download_round_trip_like_the_cpu() {
     if !gpu() {
         return;
