@@ -68,18 +68,21 @@ impl<R: Real> Backend for CpuBackend<R> {
         let mut res = Residuals::default();
         for _ in 0..iterations {
             let p_shift = self.cur.vars[0][self.p_ref];
-            let (c, cur, next, src, energy, sums) = (
+            let (c, cur, next, src, t, sides, sums) = (
                 &self.coeffs,
                 &self.cur,
                 &mut self.next,
                 self.source.as_ref(),
-                self.temperature.is_some(),
+                self.temperature,
+                &self.sides,
                 &mut self.row_sums,
             );
-            res = self
-                .pool
-                .install(|| step::interior_pass(c, cur, next, src, energy, p_shift, sums));
-            boundary::fill_boundaries(&mut self.next, &self.sides, self.temperature);
+            // Both steps on the pool, whose threads flush subnormals (see `denormals`).
+            res = self.pool.install(|| {
+                let r = step::interior_pass(c, cur, next, src, t.is_some(), p_shift, sums);
+                boundary::fill_boundaries(next, sides, t);
+                r
+            });
             std::mem::swap(&mut self.cur, &mut self.next);
         }
         Ok(res)
