@@ -10,13 +10,14 @@
 
 mod backend;
 mod coefficients;
+pub mod decomposition;
 mod error;
 mod fields;
 mod layout;
 mod problem;
 mod real;
 
-pub use backend::{Backend, Residuals, MAX_EQUATIONS};
+pub use backend::{Backend, BlockBackend, Residuals, MAX_EQUATIONS};
 pub use coefficients::Coefficients;
 pub use error::{BackendError, ProblemError};
 pub use fields::Fields;

@@ -73,6 +73,9 @@ pub enum SideBc {
     /// the second-order one-sided zero-gradient extrapolation (4 T₁ − T₂) / 3 and its ghosts
     /// mirror the interior (T₋ₗ = Tₗ). Without the energy equation it is a [`SideBc::Wall`].
     AdiabaticWall,
+    /// A block interface of a decomposed grid: the boundary node and ghosts are a halo,
+    /// filled from the neighbouring block (see [`crate::decomposition`]).
+    Interface,
 }
 
 /// The energy equation ∂T/∂τ + u·∇T = α∇²T and its Boussinesq coupling: the momentum

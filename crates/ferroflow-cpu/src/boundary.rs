@@ -17,6 +17,8 @@ pub(crate) fn fill_boundaries<R: Real>(
         let adiabatic = match sides[side as usize] {
             SideBc::Wall => None,
             SideBc::AdiabaticWall => temperature,
+            // A halo: filled by the exchange with the neighbouring block.
+            SideBc::Interface => continue,
         };
         for_each_face_node(&l, side, |o, inward| {
             extrapolate_outward(&mut f.vars[0], o, inward);

@@ -8,11 +8,14 @@ mod denormals;
 pub mod formulas;
 mod step;
 
+use ferroflow_core::decomposition::Face;
 use ferroflow_core::{
-    Backend, BackendError, Coefficients, Fields, Problem, Real, Residuals, SideBc, MAX_EQUATIONS,
+    Backend, BackendError, BlockBackend, Coefficients, Fields, Problem, Real, Residuals, SideBc,
+    MAX_EQUATIONS,
 };
+use rayon::prelude::*;
 
-/// CPU backend for one block.
+/// CPU backend for one block (a whole grid, or one block of a decomposed one).
 pub struct CpuBackend<R: Real> {
     coeffs: Coefficients<R>,
     sides: [SideBc; 6],
@@ -67,23 +70,7 @@ impl<R: Real> Backend for CpuBackend<R> {
     fn advance(&mut self, iterations: usize) -> Result<Residuals, BackendError> {
         let mut res = Residuals::default();
         for _ in 0..iterations {
-            let p_shift = self.cur.vars[0][self.p_ref];
-            let (c, cur, next, src, t, sides, sums) = (
-                &self.coeffs,
-                &self.cur,
-                &mut self.next,
-                self.source.as_ref(),
-                self.temperature,
-                &self.sides,
-                &mut self.row_sums,
-            );
-            // Both steps on the pool, whose threads flush subnormals (see `denormals`).
-            res = self.pool.install(|| {
-                let r = step::interior_pass(c, cur, next, src, t.is_some(), p_shift, sums);
-                boundary::fill_boundaries(next, sides, t);
-                r
-            });
-            std::mem::swap(&mut self.cur, &mut self.next);
+            res = self.step(self.cur.vars[0][self.p_ref], true)?;
         }
         Ok(res)
     }
@@ -107,4 +94,82 @@ impl<R: Real> Backend for CpuBackend<R> {
         self.next.clone_from(&self.cur);
         Ok(())
     }
+}
+
+impl<R: Real> BlockBackend for CpuBackend<R> {
+    fn pressure_at(&mut self, offset: usize) -> Result<R, BackendError> {
+        Ok(self.cur.vars[0][offset])
+    }
+
+    /// The fused pass computes the residual sums anyway: `norms` changes nothing here.
+    fn step(&mut self, p_shift: R, _norms: bool) -> Result<Residuals, BackendError> {
+        let (c, cur, next, src, t, sides, sums) = (
+            &self.coeffs,
+            &self.cur,
+            &mut self.next,
+            self.source.as_ref(),
+            self.temperature,
+            &self.sides,
+            &mut self.row_sums,
+        );
+        // Both steps on the pool, whose threads flush subnormals (see `denormals`).
+        let res = self.pool.install(|| {
+            let r = step::interior_pass(c, cur, next, src, t.is_some(), p_shift, sums);
+            boundary::fill_boundaries(next, sides, t);
+            r
+        });
+        std::mem::swap(&mut self.cur, &mut self.next);
+        Ok(res)
+    }
+
+    fn pack(&mut self, face: &Face, buf: &mut [R]) -> Result<(), BackendError> {
+        let rows = face.rows(&self.cur.layout, false);
+        let cur = &self.cur;
+        let parts = split_rows(buf, &rows);
+        self.pool.install(|| {
+            parts.into_par_iter().zip(&rows).for_each(|(part, r)| {
+                part.copy_from_slice(&cur.vars[r.var][r.offset..r.offset + r.len]);
+            })
+        });
+        Ok(())
+    }
+
+    fn unpack(&mut self, face: &Face, buf: &[R]) -> Result<(), BackendError> {
+        // Rows of one variable never overlap: unpack variable by variable, rows in parallel.
+        let rows = face.rows(&self.cur.layout, true);
+        let cur = &mut self.cur;
+        self.pool.install(|| {
+            for (var, values) in cur.vars.iter_mut().enumerate().take(face.vars) {
+                let mine: Vec<_> = rows.iter().filter(|r| r.var == var).collect();
+                let mut targets = Vec::with_capacity(mine.len());
+                let mut rest: &mut [R] = values;
+                let mut base = 0;
+                for r in &mine {
+                    let (_, tail) = rest.split_at_mut(r.offset - base);
+                    let (row, tail) = tail.split_at_mut(r.len);
+                    targets.push(row);
+                    rest = tail;
+                    base = r.offset + r.len;
+                }
+                targets.into_par_iter().zip(mine).for_each(|(row, r)| {
+                    row.copy_from_slice(&buf[r.at..r.at + r.len]);
+                });
+            }
+        });
+        Ok(())
+    }
+}
+
+/// `buf` cut into the runs of `rows` (which tile it in order).
+fn split_rows<'a, R>(
+    mut buf: &'a mut [R],
+    rows: &[ferroflow_core::decomposition::FaceRow],
+) -> Vec<&'a mut [R]> {
+    rows.iter()
+        .map(|r| {
+            let (row, rest) = std::mem::take(&mut buf).split_at_mut(r.len);
+            buf = rest;
+            row
+        })
+        .collect()
 }

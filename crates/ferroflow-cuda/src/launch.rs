@@ -226,6 +226,8 @@ pub(crate) fn wall_fills(layout: &Layout, sides: &[SideBc; 6]) -> Vec<WallFill> 
                     walls |= 1 << high;
                     adiabatic |= 1 << high;
                 }
+                // A halo: filled by the exchange with the neighbouring block.
+                SideBc::Interface => {}
             }
         }
         if walls == 0 {

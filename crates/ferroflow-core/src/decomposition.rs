@@ -1,0 +1,429 @@
+//! Cartesian domain decomposition: a grid cut into blocks, each a full solver block.
+//!
+//! The nodes the scheme updates (all but the wall nodes) are split into contiguous ranges
+//! along each cut axis. A block's layout spans its own nodes plus one node on each side:
+//! the wall node where the block touches a physical boundary, or the first node of the
+//! neighbour across an interface. The backends' kernels therefore update a block exactly
+//! as they update a whole grid (local nodes `1..n-1`), physical walls sit where they always
+//! do, and a block interface is a side whose boundary node and ghosts are filled from the
+//! neighbour (a halo) instead of by a boundary condition.
+//!
+//! Halo widths follow the stencils: the fourth-difference dissipation reads pressure two
+//! nodes out, every other variable is read one node out (central differences). The
+//! stencils are axis-aligned, so only faces are exchanged, never edges or corners.
+use crate::{Fields, Layout, Problem, ProblemError, Real, Side, SideBc, MIN_NODES};
+
+/// Halo width of variable `var` (0 = pressure): the reach of the stencils that read it.
+pub fn halo_width(var: usize) -> usize {
+    if var == 0 {
+        2
+    } else {
+        1
+    }
+}
+
+/// The fewest nodes a block owns along a cut axis (its layout then has `MIN_NODES`).
+pub const MIN_OWNED: usize = MIN_NODES - 2;
+
+/// A grid cut into `blocks[0] × blocks[1] × blocks[2]` blocks, block index x fastest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decomposition {
+    /// Number of active axes.
+    pub dim: usize,
+    /// Nodes per axis of the whole grid.
+    pub n: [usize; 3],
+    /// Blocks per axis (1 on an inactive axis).
+    pub blocks: [usize; 3],
+}
+
+/// Where one block sits in the grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockExtent {
+    /// Block number (x fastest).
+    pub id: usize,
+    /// Block position per axis.
+    pub coords: [usize; 3],
+    /// Global index of the block's local node 0 per axis.
+    pub origin: [usize; 3],
+    /// Nodes of the block's layout per axis (owned nodes + 2 on active axes).
+    pub n: [usize; 3],
+    /// Neighbouring block across each side (`Side as usize`), `None` at a physical boundary.
+    pub neighbours: [Option<usize>; 6],
+}
+
+impl BlockExtent {
+    /// Layout of the block.
+    pub fn layout(&self, dim: usize) -> Layout {
+        Layout::new(dim, self.n)
+    }
+
+    /// Local index along `axis` of global index `g`, if the block owns that node or (at the
+    /// ends of the grid) it is the wall node the block touches.
+    fn local(&self, axis: usize, g: usize, global_n: usize) -> Option<usize> {
+        let lo = self.origin[axis];
+        let first = if lo == 0 { 0 } else { lo + 1 };
+        let last = lo + self.n[axis] - 1;
+        let last = if last == global_n - 1 { last } else { last - 1 };
+        (first..=last).contains(&g).then(|| g - lo)
+    }
+}
+
+/// The packed buffer of one side of a block: which nodes of each variable it carries. The
+/// block sends the layers inside its side and receives into the layers beyond it (its
+/// boundary node and ghosts); tangential axes span the block's own nodes only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Face {
+    /// The side.
+    pub side: Side,
+    /// Variables exchanged (p, velocity components, T).
+    pub vars: usize,
+}
+
+/// Local node ranges `[lo, hi)` per axis of a box of nodes.
+pub type Region = [(isize, isize); 3];
+
+impl Face {
+    /// Nodes of variable `var` this side sends (`receive = false`) or receives.
+    pub fn region(&self, layout: &Layout, var: usize, receive: bool) -> Region {
+        let a = self.side.axis();
+        let w = halo_width(var) as isize;
+        let mut r: Region = [(0, 1); 3];
+        for d in 0..layout.dim {
+            r[d] = (1, layout.n[d] as isize - 1);
+        }
+        let n = layout.n[a] as isize;
+        r[a] = match (self.side.is_high(), receive) {
+            (false, false) => (1, 1 + w),
+            (false, true) => (1 - w, 1),
+            (true, false) => (n - 1 - w, n - 1),
+            (true, true) => (n - 1, n - 1 + w),
+        };
+        r
+    }
+
+    /// Values in the packed buffer (both directions carry the same count).
+    pub fn len(&self, layout: &Layout) -> usize {
+        (0..self.vars)
+            .map(|v| region_len(&self.region(layout, v, false)))
+            .sum()
+    }
+
+    /// Whether the face carries nothing (never, for a valid block).
+    pub fn is_empty(&self, layout: &Layout) -> bool {
+        self.len(layout) == 0
+    }
+
+    /// The buffer as runs of consecutive nodes along x, variables in order: the order both
+    /// packing and unpacking use.
+    pub fn rows(&self, layout: &Layout, receive: bool) -> Vec<FaceRow> {
+        let mut rows = Vec::new();
+        let mut at = 0;
+        for var in 0..self.vars {
+            let r = self.region(layout, var, receive);
+            let len = (r[0].1 - r[0].0) as usize;
+            for k in r[2].0..r[2].1 {
+                for j in r[1].0..r[1].1 {
+                    let offset = layout.index(r[0].0, j, k);
+                    rows.push(FaceRow {
+                        var,
+                        at,
+                        offset,
+                        len,
+                    });
+                    at += len;
+                }
+            }
+        }
+        rows
+    }
+}
+
+/// A run of consecutive nodes of one variable in a face buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaceRow {
+    /// Variable.
+    pub var: usize,
+    /// Position of the run in the buffer.
+    pub at: usize,
+    /// Memory offset of its first node.
+    pub offset: usize,
+    /// Nodes in the run.
+    pub len: usize,
+}
+
+/// Number of nodes in a region.
+pub fn region_len(r: &Region) -> usize {
+    r.iter().map(|(lo, hi)| (hi - lo).max(0) as usize).product()
+}
+
+impl Decomposition {
+    /// Cuts a `dim`-dimensional grid of `n` nodes into `blocks` blocks per axis. Errors if a
+    /// block would own fewer than [`MIN_OWNED`] nodes along an axis.
+    pub fn new(dim: usize, n: [usize; 3], blocks: [usize; 3]) -> Result<Self, ProblemError> {
+        let mut blocks = blocks;
+        for d in 0..3 {
+            if d >= dim {
+                blocks[d] = 1;
+            } else if blocks[d] == 0 || (n[d] - 2) / blocks[d] < MIN_OWNED {
+                return Err(ProblemError::OutOfRange {
+                    name: "parallel.blocks",
+                    value: blocks[d] as f64,
+                    allowed: "1 to (nodes - 2) / 3 blocks per axis (each block owns >= 3 nodes)",
+                });
+            }
+        }
+        Ok(Decomposition { dim, n, blocks })
+    }
+
+    /// Cuts the grid into `count` blocks, as evenly as possible: the factorisation with the
+    /// least interface area, ties going to cuts along the slowest-varying axis (whose faces
+    /// are contiguous in memory).
+    pub fn automatic(dim: usize, n: [usize; 3], count: usize) -> Result<Self, ProblemError> {
+        let mut best: Option<([usize; 3], (u128, [usize; 3]))> = None;
+        let zmax = if dim == 3 { count } else { 1 };
+        for pz in (1..=zmax).filter(|p| count.is_multiple_of(*p)) {
+            for py in (1..=count / pz).filter(|p| (count / pz).is_multiple_of(*p)) {
+                let b = [count / pz / py, py, pz];
+                if Decomposition::new(dim, n, b).is_err() {
+                    continue;
+                }
+                // Interface area: per cut axis, (cuts) × (product of the other extents).
+                let area: u128 = (0..dim)
+                    .map(|a| {
+                        let other: u128 =
+                            (0..dim).filter(|d| *d != a).map(|d| n[d] as u128).product();
+                        (b[a] as u128 - 1) * other
+                    })
+                    .sum();
+                // Lower key wins: less area, then more blocks along z, then y.
+                let key = (area, [usize::MAX - b[2], usize::MAX - b[1], 0]);
+                if best.as_ref().is_none_or(|(_, k)| key < *k) {
+                    best = Some((b, key));
+                }
+            }
+        }
+        match best {
+            Some((b, _)) => Decomposition::new(dim, n, b),
+            None => Err(ProblemError::OutOfRange {
+                name: "parallel.count",
+                value: count as f64,
+                allowed:
+                    "a block count the grid can be cut into (each block owns >= 3 nodes per axis)",
+            }),
+        }
+    }
+
+    /// Number of blocks.
+    pub fn count(&self) -> usize {
+        self.blocks.iter().product()
+    }
+
+    /// The block with number `id`.
+    pub fn block(&self, id: usize) -> BlockExtent {
+        let b = self.blocks;
+        let coords = [id % b[0], id / b[0] % b[1], id / (b[0] * b[1])];
+        let mut origin = [0; 3];
+        let mut n = [1; 3];
+        let mut neighbours = [None; 6];
+        for d in 0..self.dim {
+            // Updated nodes 1..N-1 split as evenly as possible; the layout adds one node on
+            // each side.
+            let inner = self.n[d] - 2;
+            let start = |c: usize| 1 + c * inner / b[d];
+            let (s, e) = (start(coords[d]), start(coords[d] + 1));
+            origin[d] = s - 1;
+            n[d] = e - s + 2;
+            let step = [1, b[0], b[0] * b[1]][d];
+            if coords[d] > 0 {
+                neighbours[2 * d] = Some(id - step);
+            }
+            if coords[d] + 1 < b[d] {
+                neighbours[2 * d + 1] = Some(id + step);
+            }
+        }
+        BlockExtent {
+            id,
+            coords,
+            origin,
+            n,
+            neighbours,
+        }
+    }
+
+    /// All blocks, by number.
+    pub fn extents(&self) -> Vec<BlockExtent> {
+        (0..self.count()).map(|id| self.block(id)).collect()
+    }
+
+    /// The block owning global node `g` and the node's local indices there.
+    pub fn owner(&self, g: [usize; 3]) -> (usize, [usize; 3]) {
+        for b in self.extents() {
+            let local: Option<Vec<usize>> = (0..3).map(|d| b.local(d, g[d], self.n[d])).collect();
+            if let Some(l) = local {
+                return (b.id, [l[0], l[1], l[2]]);
+            }
+        }
+        unreachable!("every node has an owner")
+    }
+
+    /// The problem of block `b`: the whole problem's data cut to the block's layout (ghosts
+    /// included), its interfaces marked as such.
+    pub fn block_problem<R: Real>(
+        &self,
+        problem: &Problem<R>,
+        b: &BlockExtent,
+    ) -> Result<Problem<R>, ProblemError> {
+        let layout = b.layout(self.dim);
+        let cut = |f: &Fields<R>| self.cut(f, b);
+        let mut lengths = [1.0; 3];
+        for d in 0..self.dim {
+            lengths[d] = problem.spacing[d] * (layout.n[d] - 1) as f64;
+        }
+        let mut p = Problem::new(
+            layout,
+            lengths,
+            problem.physics,
+            problem.numerics,
+            cut(&problem.initial),
+        )?;
+        // Exactly the whole grid's spacing (not recomputed from rounded lengths).
+        p.spacing = problem.spacing;
+        p.energy = problem.energy;
+        p.source = problem.source.as_ref().map(cut);
+        for side in Side::ALL {
+            p.sides[side as usize] = match b.neighbours[side as usize] {
+                Some(_) => SideBc::Interface,
+                None => problem.sides[side as usize],
+            };
+        }
+        let (owner, local) = self.owner(problem.pressure_ref);
+        p.pressure_ref = if owner == b.id {
+            local
+        } else {
+            [1, 1, 1.min(layout.n[2] - 1)]
+        };
+        Ok(p)
+    }
+
+    /// The part of `f` a block's layout covers, ghosts included.
+    pub fn cut<R: Real>(&self, f: &Fields<R>, b: &BlockExtent) -> Fields<R> {
+        let layout = b.layout(self.dim);
+        let mut out = Fields::zeros(layout, f.vars.len());
+        let g = layout.ghost.map(|g| g as isize);
+        let o = b.origin.map(|x| x as isize);
+        for k in -g[2]..layout.n[2] as isize + g[2] {
+            for j in -g[1]..layout.n[1] as isize + g[1] {
+                for i in -g[0]..layout.n[0] as isize + g[0] {
+                    let (to, from) = (
+                        layout.index(i, j, k),
+                        f.layout.index(i + o[0], j + o[1], k + o[2]),
+                    );
+                    for (dst, src) in out.vars.iter_mut().zip(&f.vars) {
+                        dst[to] = src[from];
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Writes the nodes block `b` owns (and the wall nodes it touches) from its fields into
+    /// the whole grid's fields `f`.
+    pub fn paste<R: Real>(&self, f: &mut Fields<R>, b: &BlockExtent, block: &Fields<R>) {
+        let range = |d: usize| -> (usize, usize) {
+            let lo = b.origin[d];
+            let first = if lo == 0 { 0 } else { 1 };
+            let hi = lo + b.n[d] - 1;
+            let last = if hi == self.n[d] - 1 {
+                b.n[d]
+            } else {
+                b.n[d] - 1
+            };
+            (first, last)
+        };
+        let (ri, rj, rk) = (range(0), range(1), range(2));
+        for k in rk.0..rk.1 {
+            for j in rj.0..rj.1 {
+                for i in ri.0..ri.1 {
+                    let from = block.layout.index(i as isize, j as isize, k as isize);
+                    let to = f.layout.index(
+                        (i + b.origin[0]) as isize,
+                        (j + b.origin[1]) as isize,
+                        (k + b.origin[2]) as isize,
+                    );
+                    for (dst, src) in f.vars.iter_mut().zip(&block.vars) {
+                        dst[to] = src[from];
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_own_every_updated_node_once() {
+        let d = Decomposition::new(3, [21, 14, 11], [3, 2, 2]).unwrap();
+        let mut count = vec![0; 21 * 14 * 11];
+        for b in d.extents() {
+            for k in 1..b.n[2] - 1 {
+                for j in 1..b.n[1] - 1 {
+                    for i in 1..b.n[0] - 1 {
+                        let g = [i + b.origin[0], j + b.origin[1], k + b.origin[2]];
+                        count[g[0] + 21 * (g[1] + 14 * g[2])] += 1;
+                    }
+                }
+            }
+        }
+        let inner = (0..count.len()).filter(|x| {
+            let g = [x % 21, x / 21 % 14, x / 294];
+            (0..3).all(|d| g[d] > 0 && g[d] < [20, 13, 10][d])
+        });
+        assert!(inner.clone().all(|x| count[x] == 1));
+        assert_eq!(count.iter().sum::<usize>(), inner.count());
+    }
+
+    #[test]
+    fn neighbours_are_mutual_and_faces_match() {
+        let d = Decomposition::new(3, [21, 14, 11], [3, 2, 2]).unwrap();
+        for b in d.extents() {
+            for side in Side::ALL {
+                if let Some(nb) = b.neighbours[side as usize] {
+                    let other = d.block(nb);
+                    let back = side as usize ^ 1;
+                    assert_eq!(other.neighbours[back], Some(b.id));
+                    let f = Face { side, vars: 5 };
+                    let g = Face {
+                        side: Side::ALL[back],
+                        vars: 5,
+                    };
+                    assert_eq!(f.len(&b.layout(3)), g.len(&other.layout(3)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn automatic_cuts_the_slowest_axis_first() {
+        let cube = Decomposition::automatic(3, [65, 65, 65], 2).unwrap();
+        assert_eq!(cube.blocks, [1, 1, 2]);
+        let flat = Decomposition::automatic(2, [65, 65, 1], 4).unwrap();
+        assert_eq!(flat.blocks, [2, 2, 1]);
+        let slab = Decomposition::automatic(3, [129, 129, 17], 4).unwrap();
+        assert_eq!(slab.blocks, [2, 2, 1]);
+        assert!(Decomposition::automatic(2, [9, 9, 1], 7).is_err());
+    }
+
+    #[test]
+    fn owner_of_wall_nodes_is_the_touching_block() {
+        let d = Decomposition::new(2, [17, 17, 1], [2, 2, 1]).unwrap();
+        assert_eq!(d.owner([0, 0, 0]).0, 0);
+        assert_eq!(d.owner([16, 16, 0]), (3, [9, 9, 0]));
+        assert_eq!(d.owner([7, 7, 0]), (0, [7, 7, 0]));
+        assert_eq!(d.owner([8, 8, 0]), (3, [1, 1, 0]));
+        assert_eq!(d.owner([9, 7, 0]), (1, [2, 7, 0]));
+    }
+}

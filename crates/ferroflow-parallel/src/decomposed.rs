@@ -1,0 +1,185 @@
+//! The driver of a decomposed grid.
+use crate::transport::{Halo, Transport};
+use ferroflow_core::decomposition::{BlockExtent, Decomposition, Face};
+use ferroflow_core::{
+    Backend, BackendError, BlockBackend, Fields, Layout, Problem, Real, Residuals, Side,
+};
+
+/// A decomposed grid driven as one backend: the blocks of this process, their halos, and
+/// the transport to the other processes' blocks.
+pub struct Decomposed<B: BlockBackend, T> {
+    decomposition: Decomposition,
+    extents: Vec<BlockExtent>,
+    /// Blocks iterated here, with their numbers.
+    blocks: Vec<(usize, B)>,
+    /// One per interface side of a local block, with the index of that block in `blocks`.
+    halos: Vec<Halo<B::Real>>,
+    faces: Vec<(usize, Face)>,
+    transport: T,
+    /// The block holding the pressure reference node, and the node's offset there.
+    reference: (usize, usize),
+    layout: Layout,
+    equations: usize,
+    initial: Fields<B::Real>,
+    name: &'static str,
+}
+
+fn failed(message: String) -> BackendError {
+    BackendError::Failed {
+        backend: "decomposed",
+        message,
+    }
+}
+
+impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
+    /// Cuts `problem` as `decomposition` says and sets up this process's blocks with `make`
+    /// (which gets each block's problem and extent).
+    pub fn new(
+        problem: &Problem<R>,
+        decomposition: Decomposition,
+        transport: T,
+        mut make: impl FnMut(&Problem<R>, &BlockExtent) -> Result<B, BackendError>,
+    ) -> Result<Self, BackendError> {
+        if decomposition.n != problem.layout.n || decomposition.dim != problem.layout.dim {
+            return Err(failed(
+                "the decomposition is not of the problem's grid".into(),
+            ));
+        }
+        let extents = decomposition.extents();
+        let (rank, _) = transport.rank_size();
+        let vars = problem.equations();
+        let mut blocks = Vec::new();
+        let (mut halos, mut faces) = (Vec::new(), Vec::new());
+        let mut name = "decomposed";
+        for e in &extents {
+            if transport.owner(e.id, extents.len()) != rank {
+                continue;
+            }
+            let p = decomposition
+                .block_problem(problem, e)
+                .map_err(|err| failed(format!("block {}: {err}", e.id)))?;
+            let backend = make(&p, e)?;
+            name = backend.name();
+            for side in Side::ALL {
+                if let Some(neighbour) = e.neighbours[side as usize] {
+                    let face = Face { side, vars };
+                    let len = face.len(&p.layout);
+                    halos.push(Halo {
+                        block: e.id,
+                        side,
+                        neighbour,
+                        send: vec![R::zero(); len],
+                        recv: vec![R::zero(); len],
+                    });
+                    faces.push((blocks.len(), face));
+                }
+            }
+            blocks.push((e.id, backend));
+        }
+        let (owner, local) = decomposition.owner(problem.pressure_ref);
+        let layout = extents[owner].layout(decomposition.dim);
+        let [i, j, k] = local.map(|x| x as isize);
+        Ok(Decomposed {
+            decomposition,
+            extents,
+            blocks,
+            halos,
+            faces,
+            transport,
+            reference: (owner, layout.index(i, j, k)),
+            layout: problem.layout,
+            equations: problem.equations(),
+            initial: problem.initial.clone(),
+            name,
+        })
+    }
+
+    /// The decomposition.
+    pub fn decomposition(&self) -> &Decomposition {
+        &self.decomposition
+    }
+
+    /// This process's number and the number of processes.
+    pub fn rank_size(&self) -> (usize, usize) {
+        self.transport.rank_size()
+    }
+
+    /// One iteration of every block, then the halo exchange.
+    fn iterate(&mut self, norms: bool) -> Result<Residuals, BackendError> {
+        let (owner, offset) = self.reference;
+        let mut shift = [R::zero()];
+        if let Some((_, b)) = self.blocks.iter_mut().find(|(id, _)| *id == owner) {
+            shift[0] = b.pressure_at(offset)?;
+        }
+        let root = self.transport.owner(owner, self.extents.len());
+        self.transport.broadcast(&mut shift, root)?;
+        let mut total = Residuals {
+            equations: self.equations,
+            nodes: self.layout.interior_nodes(),
+            ..Default::default()
+        };
+        for (_, b) in &mut self.blocks {
+            let r = b.step(shift[0], norms)?;
+            for (t, s) in total.sum_sq.iter_mut().zip(r.sum_sq) {
+                *t += s;
+            }
+        }
+        for (halo, (b, face)) in self.halos.iter_mut().zip(&self.faces) {
+            self.blocks[*b].1.pack(face, &mut halo.send)?;
+        }
+        self.transport.exchange(&mut self.halos)?;
+        for (halo, (b, face)) in self.halos.iter().zip(&self.faces) {
+            self.blocks[*b].1.unpack(face, &halo.recv)?;
+        }
+        if norms {
+            self.transport.sum(&mut total.sum_sq)?;
+        }
+        Ok(total)
+    }
+}
+
+impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Backend for Decomposed<B, T> {
+    type Real = R;
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn advance(&mut self, iterations: usize) -> Result<Residuals, BackendError> {
+        let mut res = Residuals::default();
+        for it in 0..iterations {
+            res = self.iterate(it + 1 == iterations)?;
+        }
+        Ok(res)
+    }
+
+    /// Every process gets the whole grid: each block's owner shares it.
+    fn download(&mut self) -> Result<Fields<R>, BackendError> {
+        let mut whole = self.initial.clone();
+        let count = self.extents.len();
+        for e in &self.extents {
+            let mut f = match self.blocks.iter_mut().find(|(id, _)| *id == e.id) {
+                Some((_, b)) => b.download()?,
+                None => Fields::zeros(e.layout(self.decomposition.dim), self.equations),
+            };
+            let root = self.transport.owner(e.id, count);
+            for v in &mut f.vars {
+                self.transport.broadcast(v, root)?;
+            }
+            self.decomposition.paste(&mut whole, e, &f);
+        }
+        Ok(whole)
+    }
+
+    fn upload(&mut self, fields: &Fields<R>) -> Result<(), BackendError> {
+        if fields.layout != self.layout || fields.vars.len() != self.equations {
+            return Err(failed(
+                "uploaded state does not match the problem's grid".into(),
+            ));
+        }
+        for (id, b) in &mut self.blocks {
+            b.upload(&self.decomposition.cut(fields, &self.extents[*id]))?;
+        }
+        Ok(())
+    }
+}
