@@ -179,7 +179,8 @@ impl Decomposition {
     /// least interface area, ties going to cuts along the slowest-varying axis (whose faces
     /// are contiguous in memory).
     pub fn automatic(dim: usize, n: [usize; 3], count: usize) -> Result<Self, ProblemError> {
-        let mut best: Option<([usize; 3], (u128, [usize; 3]))> = None;
+        // (blocks, key): the lowest key wins.
+        let mut best: Option<([usize; 3], (u128, usize, usize))> = None;
         let zmax = if dim == 3 { count } else { 1 };
         for pz in (1..=zmax).filter(|p| count.is_multiple_of(*p)) {
             for py in (1..=count / pz).filter(|p| (count / pz).is_multiple_of(*p)) {
@@ -196,7 +197,7 @@ impl Decomposition {
                     })
                     .sum();
                 // Lower key wins: less area, then more blocks along z, then y.
-                let key = (area, [usize::MAX - b[2], usize::MAX - b[1], 0]);
+                let key = (area, usize::MAX - b[2], usize::MAX - b[1]);
                 if best.as_ref().is_none_or(|(_, k)| key < *k) {
                     best = Some((b, key));
                 }
