@@ -1,7 +1,8 @@
 // The fused interior pass: the twin of `update_row` in crates/ferroflow-cpu/src/step.rs (same
 // formulas, same operation order). One pass over memory per pseudo-time iteration reads the
 // current state and writes the interior nodes of the next one; wall nodes and ghosts are left
-// to boundary.cu. A thread updates MARCH consecutive nodes along the last axis (j in 2D, k in
+// to boundary.cu. A launch covers the box of nodes `r` (all interior nodes, or a part of them
+// when a decomposed block computes the nodes its neighbours need first). A thread updates MARCH consecutive nodes along the last axis (j in 2D, k in
 // 3D), marching up it with the values along that axis in registers. When `norms` is set, each
 // block writes its residual sums to `partials` (partials[e * blocks + block]) for reduce.cu to
 // add up in a fixed order. The template switches SRC (source terms) and ENERGY (temperature T
@@ -37,6 +38,12 @@ struct Coeffs {
     real_t alpha;
     real_t t_ref;
     real_t buoyancy[3];
+};
+
+// A box of nodes [lo, hi) per axis.
+struct Region {
+    idx_t lo[3];
+    idx_t hi[3];
 };
 
 // Values along the march axis around the node a thread is at, kept in registers while it
@@ -152,8 +159,8 @@ __device__ __forceinline__ void update_node(const Coeffs& c, const Grid& g, cons
 
 template <bool SRC, bool ENERGY>
 __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const Vars& cur,
-                                           const Vars& next, const Vars& src, double* partials,
-                                           int norms) {
+                                           const Vars& next, const Vars& src, const Region& r,
+                                           const real_t* shift, double* partials, int norms) {
     __shared__ double scratch[BLOCK_THREADS];
     const int t = threadIdx.x + BLOCK_X * (threadIdx.y + BLOCK_Y * threadIdx.z);
     // The node of thread (x, y, z) and its first along the march axis.
@@ -161,20 +168,21 @@ __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const
                     (idx_t)blockIdx.y * BLOCK_Y + threadIdx.y,
                     (idx_t)blockIdx.z * BLOCK_Z + threadIdx.z};
     ijk[MARCH_AXIS] *= MARCH;
-    for (int d = 0; d < DIM; ++d) ijk[d] += 1;
-    // The reference pressure of the current state, read here so that the host never waits.
-    const real_t p_shift = load(cur.v[0], g.p_ref);
+    for (int d = 0; d < DIM; ++d) ijk[d] += r.lo[d];
+    // The reference pressure of the current state (of the whole grid, for a block of a
+    // decomposed one), read here so that the host never waits.
+    const real_t p_shift = __ldg(shift);
     const int equations = 1 + DIM + ENERGY;
     double sums[MAX_EQUATIONS];
     for (int e = 0; e < MAX_EQUATIONS; ++e) sums[e] = 0;
-    if (ijk[0] < g.n[0] - 1 && ijk[1] < g.n[1] - 1 && (DIM == 2 || ijk[2] < g.n[2] - 1)) {
+    if (ijk[0] < r.hi[0] && ijk[1] < r.hi[1] && (DIM == 2 || ijk[2] < r.hi[2])) {
         const idx_t s = g.stride[MARCH_AXIS];
         idx_t o = node_offset(g, ijk[0], ijk[1], ijk[2]);
         Queue z;
         queue_fill<ENERGY>(z, cur, o, s);
         for (int m = 0; m < MARCH; ++m) {
             if (m > 0) {
-                if (ijk[MARCH_AXIS] + m >= g.n[MARCH_AXIS] - 1) break;
+                if (ijk[MARCH_AXIS] + m >= r.hi[MARCH_AXIS]) break;
                 o += s;
                 queue_shift<ENERGY>(z, cur, o, s);
             }
@@ -195,8 +203,8 @@ __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const
 #define AC_STEP_ENTRY(name, SRC, ENERGY)                                                          \
     extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)                                   \
         name(const Coeffs c, const Grid g, const Vars cur, const Vars next, const Vars src,      \
-             double* partials, const int norms) {                                                \
-        step_block<SRC, ENERGY>(c, g, cur, next, src, partials, norms);                          \
+             const Region r, const real_t* shift, double* partials, const int norms) {           \
+        step_block<SRC, ENERGY>(c, g, cur, next, src, r, shift, partials, norms);                \
     }
 
 AC_STEP_ENTRY(ac_step, false, false)

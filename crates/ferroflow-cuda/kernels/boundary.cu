@@ -37,3 +37,18 @@ extern "C" __global__ void fill_walls(real_t* p, real_t* t, const Grid g, const 
         for (int layer = 1; layer <= GHOST; ++layer) t[o - layer * inward] = t[o + layer * inward];
     }
 }
+
+// Block interfaces of a decomposed grid: the nodes of one variable in the box of `c0 × c1 × c2`
+// nodes from (lo0, lo1, lo2), copied from the array `a` into the packed face buffer `buf`
+// (`unpack` = 0) or back (`unpack` = 1), i fastest: the order of `Face::rows` in ferroflow-core.
+extern "C" __global__ void halo_box(real_t* a, real_t* buf, const Grid g, const idx_t lo0,
+                                    const idx_t lo1, const idx_t lo2, const idx_t c0,
+                                    const idx_t c1, const idx_t c2, const int unpack) {
+    const idx_t f = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (f >= c0 * c1 * c2) return;
+    const idx_t o = node_offset(g, lo0 + f % c0, lo1 + f / c0 % c1, lo2 + f / (c0 * c1));
+    if (unpack)
+        a[o] = buf[f];
+    else
+        buf[f] = a[o];
+}

@@ -23,7 +23,6 @@ struct Grid {
     idx_t n[3];       // nodes per axis, boundary nodes included (1 on an inactive axis)
     idx_t stride[3];  // element strides (stride[0] == 1)
     idx_t origin;     // offset of node (0, 0, 0)
-    idx_t p_ref;      // offset of the pressure reference node
 };
 
 __device__ __forceinline__ idx_t node_offset(const Grid& g, idx_t i, idx_t j, idx_t k) {

@@ -5,12 +5,18 @@
 //! dominates on small grids.
 use crate::compile::{Build, Precision, Program};
 use crate::device::{Check, Device, GIB};
-use crate::launch::{BoundaryKernel, Coeffs, Grid, ReduceKernel, StepArgs, StepKernel};
-use crate::state::{Norms, State};
+use crate::launch::{
+    BoundaryKernel, Coeffs, Grid, HaloKernel, ReduceKernel, Region, StepArgs, StepKernel,
+};
+use crate::state::{bytes, bytes_mut, Norms, State};
 use crate::tune::{self, TuneMode, TuneReport, Tuner};
+use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::CudaGraph;
-use ferroflow_core::{Backend, BackendError, Fields, Layout, Problem, Real, Residuals};
+use cudarc::driver::{CudaGraph, CudaSlice};
+use ferroflow_core::decomposition::Face;
+use ferroflow_core::{
+    Backend, BackendError, BlockBackend, Fields, Layout, Problem, Real, Residuals,
+};
 
 /// Options of [`CudaBackend::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,15 +54,22 @@ unsafe impl Send for Graph {}
 
 /// CUDA backend for one block: the CPU backend's iteration on an NVIDIA GPU.
 pub struct CudaBackend<R: Real> {
-    device: Device,
-    layout: Layout,
+    pub(crate) device: Device,
+    pub(crate) layout: Layout,
     equations: usize,
-    state: State,
+    pub(crate) state: State,
     norms: Norms,
-    args: StepArgs<R>,
-    step: StepKernel,
-    boundary: BoundaryKernel,
+    pub(crate) args: StepArgs<R>,
+    pub(crate) step: StepKernel,
+    pub(crate) boundary: BoundaryKernel,
     reduce: ReduceKernel,
+    pub(crate) halo: HaloKernel,
+    /// Offset of the pressure reference node.
+    p_ref: usize,
+    /// The pressure shift given from outside, for a block of a decomposed grid.
+    pub(crate) shifts: CudaSlice<u8>,
+    /// A packed face on the device, for [`BlockBackend::pack`] and `unpack`.
+    face: Option<CudaSlice<u8>>,
     /// One graph per starting buffer, captured on first use.
     graphs: [Option<Graph>; 2],
     graph_iterations: usize,
@@ -88,10 +101,12 @@ impl<R: Real> CudaBackend<R> {
             precision,
             fmad: options.fmad,
         };
-        let boundary = BoundaryKernel::new(
-            device.load(device.compile(&build(Program::Boundary))?, "fill_walls")?,
-            problem,
-        );
+        let boundary_ptx = device.compile(&build(Program::Boundary))?;
+        let boundary =
+            BoundaryKernel::new(device.load(boundary_ptx.clone(), "fill_walls")?, problem);
+        let halo = HaloKernel {
+            function: device.load(boundary_ptx, "halo_box")?,
+        };
         let reduce = ReduceKernel {
             function: device.load(device.compile(&build(Program::Reduce))?, "reduce_sums")?,
         };
@@ -118,6 +133,9 @@ impl<R: Real> CudaBackend<R> {
         let (step, tuning) = tuner.choose(options.tune)?;
         let norms = Norms::new(&stream, equations, step.blocks())?;
         args.partials = norms.partials(&stream);
+        let shifts = stream
+            .alloc_zeros::<u8>(std::mem::size_of::<R>())
+            .check("allocating the pressure shifts")?;
         stream.synchronize().check("setting up the CUDA backend")?;
         Ok(CudaBackend {
             device,
@@ -129,6 +147,10 @@ impl<R: Real> CudaBackend<R> {
             step,
             boundary,
             reduce,
+            halo,
+            p_ref: problem.pressure_ref_offset(),
+            shifts,
+            face: None,
             graphs: [None, None],
             graph_iterations: options.graph_iterations / 2 * 2,
             tuning,
@@ -145,14 +167,48 @@ impl<R: Real> CudaBackend<R> {
         &self.device.name
     }
 
+    /// Device address of the current state's pressure at the reference node.
+    pub(crate) fn own_shift(&self) -> CUdeviceptr {
+        self.state.cur().v[0] + (self.p_ref * std::mem::size_of::<R>()) as CUdeviceptr
+    }
+
+    /// Device address of the pressure shift given from outside.
+    pub(crate) fn given_shift(&self) -> CUdeviceptr {
+        address_of(&self.shifts, &self.device)
+    }
+
     /// Queues one iteration: interior pass into the next buffer, its walls, the residual sums
     /// if `norms`, then the swap.
     fn iterate(&mut self, norms: bool) -> Result<(), BackendError> {
+        self.queue_step(None, self.own_shift(), norms)?;
+        self.queue_walls_and_swap(norms)
+    }
+
+    /// Queues the interior pass over `region` (None: all interior nodes) into the next buffer.
+    pub(crate) fn queue_step(
+        &self,
+        region: Option<&Region>,
+        shift: CUdeviceptr,
+        norms: bool,
+    ) -> Result<(), BackendError> {
         let stream = &self.device.stream;
-        let next = self.state.next();
-        self.step
-            .launch(stream, &self.args, &self.state.cur(), &next, norms)?;
-        self.boundary.launch(stream, &next, &self.args.grid)?;
+        self.step.launch(
+            stream,
+            &self.args,
+            &self.state.cur(),
+            &self.state.next(),
+            region,
+            shift,
+            norms,
+        )
+    }
+
+    /// Queues the wall fill of the next buffer, the residual reduction if `norms`, and the
+    /// swap.
+    pub(crate) fn queue_walls_and_swap(&mut self, norms: bool) -> Result<(), BackendError> {
+        let stream = &self.device.stream;
+        self.boundary
+            .launch(stream, &self.state.next(), &self.args.grid)?;
         if norms {
             self.reduce.launch(
                 stream,
@@ -164,6 +220,62 @@ impl<R: Real> CudaBackend<R> {
         }
         self.state.swap();
         Ok(())
+    }
+
+    /// The residual sums of the last iteration queued with norms (waits for it).
+    pub(crate) fn residuals(&self) -> Result<Residuals, BackendError> {
+        let sums = self.norms.read(&self.device.stream)?;
+        let mut residuals = Residuals {
+            equations: self.equations,
+            nodes: self.layout.interior_nodes(),
+            ..Default::default()
+        };
+        residuals.sum_sq[..self.equations].copy_from_slice(&sums);
+        Ok(residuals)
+    }
+
+    /// Queues packing (or unpacking) `face` of the state `vars` to (from) the device buffer
+    /// at `buf`.
+    pub(crate) fn queue_face(
+        &self,
+        stream: &cudarc::driver::CudaStream,
+        vars: &crate::launch::Vars,
+        face: &Face,
+        buf: CUdeviceptr,
+        unpack: bool,
+    ) -> Result<(), BackendError> {
+        let mut at = 0;
+        for var in 0..face.vars {
+            let region = face.region(&self.layout, var, unpack);
+            let len = ferroflow_core::decomposition::region_len(&region);
+            let buf = buf + (at * std::mem::size_of::<R>()) as CUdeviceptr;
+            self.halo.launch(
+                stream,
+                vars.v[var],
+                buf,
+                &self.args.grid,
+                &Region::of(&region),
+                unpack,
+            )?;
+            at += len;
+        }
+        Ok(())
+    }
+
+    /// The device face buffer, grown to `bytes` bytes.
+    fn face_buffer(&mut self, bytes: usize) -> Result<CUdeviceptr, BackendError> {
+        if self.face.as_ref().is_none_or(|f| f.len() < bytes) {
+            self.face = Some(
+                self.device
+                    .stream
+                    .alloc_zeros::<u8>(bytes)
+                    .check("allocating a face buffer")?,
+            );
+        }
+        Ok(self
+            .face
+            .as_ref()
+            .map_or(0, |f| address_of(f, &self.device)))
     }
 
     /// Runs `graph_iterations` iterations from the graph of the current buffer.
@@ -246,14 +358,7 @@ impl<R: Real> Backend for CudaBackend<R> {
             self.iterate(false)?;
         }
         self.iterate(true)?;
-        let sums = self.norms.read(&self.device.stream)?;
-        let mut residuals = Residuals {
-            equations: self.equations,
-            nodes: self.layout.interior_nodes(),
-            ..Default::default()
-        };
-        residuals.sum_sq[..self.equations].copy_from_slice(&sums);
-        Ok(residuals)
+        self.residuals()
     }
 
     fn download(&mut self) -> Result<Fields<R>, BackendError> {
@@ -263,6 +368,60 @@ impl<R: Real> Backend for CudaBackend<R> {
     fn upload(&mut self, fields: &Fields<R>) -> Result<(), BackendError> {
         self.state
             .upload(&self.device.stream, fields, &self.boundary, &self.args.grid)
+    }
+}
+
+/// The raw device address of `slice`.
+pub(crate) fn address_of<T>(slice: &CudaSlice<T>, device: &Device) -> CUdeviceptr {
+    use cudarc::driver::DevicePtr;
+    // Event tracking is off (Device::open), so the returned guard records nothing.
+    slice.device_ptr(&device.stream).0
+}
+
+/// Host-driven blocks (the generic driver, MPI): every call waits for the device.
+impl<R: Real> BlockBackend for CudaBackend<R> {
+    fn pressure_at(&mut self, offset: usize) -> Result<R, BackendError> {
+        self.state.value(&self.device.stream, 0, offset)
+    }
+
+    fn step(&mut self, p_shift: R, norms: bool) -> Result<Residuals, BackendError> {
+        let stream = self.device.stream.clone();
+        stream
+            .memcpy_htod(bytes(&[p_shift]), &mut self.shifts)
+            .check("copying the pressure shift to the device")?;
+        self.queue_step(None, self.given_shift(), norms)?;
+        self.queue_walls_and_swap(norms)?;
+        if norms {
+            self.residuals()
+        } else {
+            Ok(Residuals::default())
+        }
+    }
+
+    fn pack(&mut self, face: &Face, buf: &mut [R]) -> Result<(), BackendError> {
+        let size = std::mem::size_of_val(buf);
+        let dev = self.face_buffer(size)?;
+        let stream = self.device.stream.clone();
+        self.queue_face(&stream, &self.state.cur(), face, dev, false)?;
+        if let Some(f) = self.face.as_ref() {
+            stream
+                .memcpy_dtoh(&f.slice(..size), bytes_mut(buf))
+                .check("copying a face to the host")?;
+        }
+        stream.synchronize().check("packing a face")
+    }
+
+    fn unpack(&mut self, face: &Face, buf: &[R]) -> Result<(), BackendError> {
+        let size = std::mem::size_of_val(buf);
+        let dev = self.face_buffer(size)?;
+        let stream = self.device.stream.clone();
+        if let Some(f) = self.face.as_mut() {
+            stream
+                .memcpy_htod(bytes(buf), &mut f.slice_mut(..size))
+                .check("copying a face to the device")?;
+        }
+        self.queue_face(&stream, &self.state.cur(), face, dev, true)?;
+        stream.synchronize().check("unpacking a face")
     }
 }
 

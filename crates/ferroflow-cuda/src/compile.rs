@@ -75,7 +75,8 @@ pub enum Program {
         /// Launch shape.
         shape: LaunchShape,
     },
-    /// `boundary.cu`: wall pressure extrapolation (`fill_walls`).
+    /// `boundary.cu`: wall pressure extrapolation (`fill_walls`) and the packing of block
+    /// interfaces (`halo_box`).
     Boundary,
     /// `reduce.cu`: fixed-order sum of the residual partial sums (`reduce_sums`).
     Reduce,

@@ -37,11 +37,20 @@ impl LaunchShape {
 
     /// Blocks per axis covering the interior nodes of `layout`.
     pub(crate) fn grid(&self, layout: &Layout) -> Result<(u32, u32, u32), BackendError> {
+        self.grid_for(&Region::interior(layout), layout)
+    }
+
+    /// Blocks per axis covering the box `region` of `layout`.
+    pub(crate) fn grid_for(
+        &self,
+        region: &Region,
+        layout: &Layout,
+    ) -> Result<(u32, u32, u32), BackendError> {
         let mut per_block = self.block;
         per_block[layout.dim - 1] *= self.march;
         let blocks = [0, 1, 2].map(|d| {
-            let interior = if d < layout.dim { layout.n[d] - 2 } else { 1 };
-            interior.div_ceil(per_block[d] as usize)
+            let nodes = (region.hi[d] - region.lo[d]).max(0) as usize;
+            nodes.div_ceil(per_block[d] as usize)
         });
         // CUDA's limits on grid dimensions.
         if blocks[0] > i32::MAX as usize || blocks[1] > 65535 || blocks[2] > 65535 {
@@ -56,6 +65,45 @@ impl LaunchShape {
         Ok((blocks[0] as u32, blocks[1] as u32, blocks[2] as u32))
     }
 }
+
+/// A box of nodes `[lo, hi)` per axis (`Region` in ac_step.cu).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Region {
+    pub lo: [i64; 3],
+    pub hi: [i64; 3],
+}
+
+impl Region {
+    /// The core's box of nodes (a face's halo or send layers).
+    pub fn of(r: &ferroflow_core::decomposition::Region) -> Region {
+        Region {
+            lo: r.map(|(lo, _)| lo as i64),
+            hi: r.map(|(_, hi)| hi as i64),
+        }
+    }
+
+    /// Every interior node of `layout` (an inactive axis spans its single node).
+    pub fn interior(layout: &Layout) -> Region {
+        let mut r = Region {
+            lo: [0; 3],
+            hi: [1; 3],
+        };
+        for d in 0..layout.dim {
+            r.lo[d] = 1;
+            r.hi[d] = layout.n[d] as i64 - 1;
+        }
+        r
+    }
+
+    /// Whether the box holds no node.
+    pub fn is_empty(&self) -> bool {
+        (0..3).any(|d| self.hi[d] <= self.lo[d])
+    }
+}
+
+// SAFETY: a C struct of integers.
+unsafe impl DeviceRepr for Region {}
 
 impl fmt::Display for LaunchShape {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -91,7 +139,6 @@ pub(crate) struct Grid {
     n: [i64; 3],
     stride: [i64; 3],
     origin: i64,
-    p_ref: i64,
 }
 
 impl Grid {
@@ -101,7 +148,6 @@ impl Grid {
             n: l.n.map(|x| x as i64),
             stride: l.stride.map(|x| x as i64),
             origin: l.index(0, 0, 0) as i64,
-            p_ref: problem.pressure_ref_offset() as i64,
         }
     }
 }
@@ -131,11 +177,13 @@ pub(crate) struct StepArgs<R> {
     pub partials: CUdeviceptr,
 }
 
-/// One `ac_step` entry point compiled for one launch shape, with its grid for one layout.
+/// One `ac_step` entry point compiled for one launch shape, for one layout.
 pub(crate) struct StepKernel {
     function: CudaFunction,
     pub shape: LaunchShape,
-    config: LaunchConfig,
+    layout: Layout,
+    /// The grid over all interior nodes.
+    grid: (u32, u32, u32),
 }
 
 impl StepKernel {
@@ -154,34 +202,47 @@ impl StepKernel {
         shape: LaunchShape,
         layout: &Layout,
     ) -> Result<StepKernel, BackendError> {
-        let b = shape.block;
         Ok(StepKernel {
             function,
             shape,
-            config: LaunchConfig {
-                grid_dim: shape.grid(layout)?,
-                block_dim: (b[0], b[1], b[2]),
-                shared_mem_bytes: 0,
-            },
+            layout: *layout,
+            grid: shape.grid(layout)?,
         })
     }
 
-    /// Thread blocks per launch (= partial sums per equation).
+    /// Thread blocks of a launch over all interior nodes (= partial sums per equation).
     pub fn blocks(&self) -> usize {
-        let (x, y, z) = self.config.grid_dim;
+        let (x, y, z) = self.grid;
         x as usize * y as usize * z as usize
     }
 
-    /// One fused pass from `cur` into `next`; with `norms`, per-block residual sums too.
+    /// One fused pass from `cur` into `next` over `region` (None: every interior node), with
+    /// the pressure shift read from device address `shift`; with `norms` (whole grid only),
+    /// per-block residual sums too.
+    #[allow(clippy::too_many_arguments)]
     pub fn launch<R: Real>(
         &self,
         stream: &CudaStream,
         args: &StepArgs<R>,
         cur: &Vars,
         next: &Vars,
+        region: Option<&Region>,
+        shift: CUdeviceptr,
         norms: bool,
     ) -> Result<(), BackendError> {
+        let interior = Region::interior(&self.layout);
+        let (region, grid_dim) = match region {
+            Some(r) => (*r, self.shape.grid_for(r, &self.layout)?),
+            None => (interior, self.grid),
+        };
+        debug_assert!(!norms || region == interior);
         let norms = norms as i32;
+        let b = self.shape.block;
+        let config = LaunchConfig {
+            grid_dim,
+            block_dim: (b[0], b[1], b[2]),
+            shared_mem_bytes: 0,
+        };
         let mut launch = stream.launch_builder(&self.function);
         launch
             .arg(&args.coeffs)
@@ -189,12 +250,15 @@ impl StepKernel {
             .arg(cur)
             .arg(next)
             .arg(&args.src)
+            .arg(&region)
+            .arg(&shift)
             .arg(&args.partials)
             .arg(&norms);
-        // SAFETY: the arguments match ac_step's parameters in order and type; the grid covers
-        // the interior nodes only, whose stencils stay inside the arrays (two ghost layers);
-        // `partials` holds equations × blocks values when norms are on.
-        unsafe { launch.launch(self.config) }.check("launching ac_step")?;
+        // SAFETY: the arguments match ac_step's parameters in order and type; the region lies
+        // within the interior nodes, whose stencils stay inside the arrays (two ghost layers);
+        // `shift` is a device address of one value; `partials` holds equations × blocks
+        // values when norms are on.
+        unsafe { launch.launch(config) }.check("launching ac_step")?;
         Ok(())
     }
 }
@@ -309,6 +373,50 @@ impl BoundaryKernel {
     }
 }
 
+/// `halo_box`: packs the faces of a decomposed grid's blocks into buffers and back.
+pub(crate) struct HaloKernel {
+    pub function: CudaFunction,
+}
+
+impl HaloKernel {
+    /// Copies the box `region` of the array at `array` into the packed buffer at `buf`, or
+    /// back with `unpack`.
+    pub fn launch(
+        &self,
+        stream: &CudaStream,
+        array: CUdeviceptr,
+        buf: CUdeviceptr,
+        grid: &Grid,
+        region: &Region,
+        unpack: bool,
+    ) -> Result<(), BackendError> {
+        let count = [0, 1, 2].map(|d| region.hi[d] - region.lo[d]);
+        let nodes = (count[0] * count[1] * count[2]) as u32;
+        let config = LaunchConfig {
+            grid_dim: (nodes.div_ceil(BOUNDARY_THREADS), 1, 1),
+            block_dim: (BOUNDARY_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let unpack = unpack as i32;
+        let mut launch = stream.launch_builder(&self.function);
+        launch
+            .arg(&array)
+            .arg(&buf)
+            .arg(grid)
+            .arg(&region.lo[0])
+            .arg(&region.lo[1])
+            .arg(&region.lo[2])
+            .arg(&count[0])
+            .arg(&count[1])
+            .arg(&count[2])
+            .arg(&unpack);
+        // SAFETY: the arguments match halo_box's parameters in order and type; the box lies
+        // inside the array's nodes and ghosts, and `buf` holds at least its node count.
+        unsafe { launch.launch(config) }.check("launching halo_box")?;
+        Ok(())
+    }
+}
+
 /// `reduce_sums`: one block per equation.
 pub(crate) struct ReduceKernel {
     pub function: CudaFunction,
@@ -362,7 +470,8 @@ mod tests {
 
     #[test]
     fn argument_structs_have_the_c_layout() {
-        assert_eq!(std::mem::size_of::<Grid>(), 8 * 8);
+        assert_eq!(std::mem::size_of::<Grid>(), 7 * 8);
+        assert_eq!(std::mem::size_of::<Region>(), 6 * 8);
         assert_eq!(std::mem::size_of::<Vars>(), 5 * 8);
         assert_eq!(std::mem::size_of::<Coeffs<f32>>(), 22 * 4);
         assert_eq!(std::mem::size_of::<Coeffs<f64>>(), 22 * 8);

@@ -48,6 +48,7 @@ mod bandwidth;
 pub mod compile;
 mod device;
 mod launch;
+mod multi;
 mod state;
 mod tune;
 
@@ -55,4 +56,5 @@ pub use backend::{CudaBackend, CudaOptions};
 pub use bandwidth::copy_bandwidth;
 pub use device::probe;
 pub use launch::LaunchShape;
+pub use multi::{Exchange, MultiGpu, MultiGpuOptions};
 pub use tune::{candidates, TuneMode, TuneReport, TuneRow, TuneSource, DEFAULT_SHAPE};

@@ -16,7 +16,7 @@ fn address<T>(slice: &CudaSlice<T>, stream: &CudaStream) -> CUdeviceptr {
 }
 
 /// The bytes of `values`: `R` is f32 or f64 (checked), plain bits without padding.
-fn bytes<R: Real>(values: &[R]) -> &[u8] {
+pub(crate) fn bytes<R: Real>(values: &[R]) -> &[u8] {
     assert!(
         Precision::of::<R>().is_some(),
         "device arrays hold f32 or f64"
@@ -26,7 +26,7 @@ fn bytes<R: Real>(values: &[R]) -> &[u8] {
 }
 
 /// The bytes of `values`, writable: any bit pattern is a valid f32 or f64 (checked).
-fn bytes_mut<R: Real>(values: &mut [R]) -> &mut [u8] {
+pub(crate) fn bytes_mut<R: Real>(values: &mut [R]) -> &mut [u8] {
     assert!(
         Precision::of::<R>().is_some(),
         "device arrays hold f32 or f64"
@@ -159,6 +159,23 @@ impl State {
                 .check("copying the state between buffers")?;
         }
         stream.synchronize().check("uploading the state")
+    }
+
+    /// Variable `var` of the current state at memory offset `offset` (waits for the device).
+    pub fn value<R: Real>(
+        &self,
+        stream: &Arc<CudaStream>,
+        var: usize,
+        offset: usize,
+    ) -> Result<R, BackendError> {
+        let size = std::mem::size_of::<R>();
+        let mut value = [R::zero()];
+        let slice = self.buffers[self.cur].slices[var].slice(offset * size..(offset + 1) * size);
+        stream
+            .memcpy_dtoh(&slice, bytes_mut(&mut value))
+            .check("copying a value to the host")?;
+        stream.synchronize().check("reading a value")?;
+        Ok(value[0])
     }
 
     /// A host copy of the current state.

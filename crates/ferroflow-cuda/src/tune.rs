@@ -324,7 +324,16 @@ impl<R: Real> Tuner<'_, R> {
         let sample = |launches: usize| -> Result<f64, BackendError> {
             let seconds = timer.seconds(stream, || {
                 (0..launches).try_for_each(|_| {
-                    kernel.launch(stream, self.args, &self.cur, &self.next, false)
+                    // Any value serves as the pressure shift while timing.
+                    kernel.launch(
+                        stream,
+                        self.args,
+                        &self.cur,
+                        &self.next,
+                        None,
+                        self.cur.v[0],
+                        false,
+                    )
                 })
             })?;
             Ok(seconds / launches as f64)

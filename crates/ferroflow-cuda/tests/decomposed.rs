@@ -1,0 +1,124 @@
+//! GPU tests of decomposed grids: every exchange setting (peer or host, packed or strided,
+//! overlapped or not) and the host-driven block path give the one-GPU result bit for bit
+//! after 1000 iterations, for 1D, 2D and 3D cuts of 2D and 3D cases. With one GPU the blocks
+//! share it; with two, they alternate. Without a usable GPU each test says why and passes,
+//! unless FERROFLOW_REQUIRE_GPU=1.
+use ferroflow_core::decomposition::Decomposition;
+use ferroflow_core::{Backend, Numerics, Problem};
+use ferroflow_cuda::{
+    probe, CudaBackend, CudaOptions, Exchange, MultiGpu, MultiGpuOptions, TuneMode,
+};
+use ferroflow_parallel::{Decomposed, InProcess};
+use ferroflow_solver::cavity::lid_driven;
+use ferroflow_solver::convection::HeatedCavity;
+
+const NUMERICS: Numerics = Numerics {
+    cfl: 0.8,
+    kappa: 1.0,
+    u_ref: 1.0,
+    c4: 0.02,
+};
+
+fn gpus() -> Option<Vec<usize>> {
+    match probe() {
+        Ok(device) => {
+            let count = std::env::var("FERROFLOW_TEST_GPUS")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(1);
+            println!("device: {device}; blocks spread over {count} GPU(s)");
+            Some((0..count).collect())
+        }
+        Err(why) => {
+            assert!(
+                std::env::var("FERROFLOW_REQUIRE_GPU").as_deref() != Ok("1"),
+                "FERROFLOW_REQUIRE_GPU=1 but no GPU is usable: {why}"
+            );
+            println!("skipped: {why}");
+            None
+        }
+    }
+}
+
+fn cuda(device: usize) -> CudaOptions {
+    CudaOptions {
+        device,
+        tune: TuneMode::Off,
+        ..CudaOptions::default()
+    }
+}
+
+/// Asserts that the nodes of `a` and `b` are identical.
+fn same(label: &str, a: &ferroflow_core::Fields<f64>, b: &ferroflow_core::Fields<f64>) {
+    let mut worst = 0.0f64;
+    for v in 0..a.vars.len() {
+        a.layout.for_each_node(|_, _, _, o| {
+            let (x, y) = (a.vars[v][o], b.vars[v][o]);
+            worst = worst.max((x - y).abs() / x.abs().max(1e-300));
+        });
+    }
+    println!("{label}: max relative difference {worst:e}");
+    assert_eq!(worst, 0.0, "{label}");
+}
+
+fn check(problem: &Problem<f64>, cuts: &[[usize; 3]], devices: &[usize]) {
+    let chunks = [1, 499, 500];
+    let mut one = CudaBackend::new(problem, &cuda(0)).unwrap();
+    chunks.iter().for_each(|&n| {
+        one.advance(n).unwrap();
+    });
+    let reference = one.download().unwrap();
+    let dim = problem.layout.dim;
+    for &blocks in cuts {
+        let d = Decomposition::new(dim, problem.layout.n, blocks).unwrap();
+        for exchange in [Exchange::Peer, Exchange::Host] {
+            for packing in [true, false] {
+                for overlap in [true, false] {
+                    let options = MultiGpuOptions {
+                        devices: devices.to_vec(),
+                        exchange,
+                        packing,
+                        overlap,
+                        cuda: cuda(0),
+                    };
+                    let mut multi = MultiGpu::new(problem, d.clone(), &options).unwrap();
+                    chunks.iter().for_each(|&n| {
+                        multi.advance(n).unwrap();
+                    });
+                    let label =
+                        format!("{blocks:?} {exchange:?} packing {packing} overlap {overlap}");
+                    same(&label, &reference, &multi.download().unwrap());
+                }
+            }
+        }
+        let mut hosted = Decomposed::new(problem, d, InProcess, |p, e| {
+            CudaBackend::new(p, &cuda(devices[e.id % devices.len()]))
+        })
+        .unwrap();
+        chunks.iter().for_each(|&n| {
+            hosted.advance(n).unwrap();
+        });
+        same(
+            &format!("{blocks:?} host-driven blocks"),
+            &reference,
+            &hosted.download().unwrap(),
+        );
+    }
+}
+
+#[test]
+fn lid_driven_cavity_decomposed() {
+    let Some(devices) = gpus() else { return };
+    let p2 = lid_driven::<f64>(2, [67, 61, 1], 100.0, 1.0, NUMERICS).unwrap();
+    check(&p2, &[[2, 1, 1], [1, 2, 1], [3, 2, 1]], &devices);
+    let p3 = lid_driven::<f64>(3, [33, 29, 31], 100.0, 1.0, NUMERICS).unwrap();
+    check(&p3, &[[1, 1, 2], [2, 1, 1], [1, 2, 2], [2, 2, 2]], &devices);
+}
+
+#[test]
+fn buoyancy_driven_cavity_decomposed() {
+    let Some(devices) = gpus() else { return };
+    let bdc = HeatedCavity::nondimensional(1e5, 0.71, [0.0, -1.0, 0.0]).unwrap();
+    let p3 = bdc.problem::<f64>(3, [25, 25, 25], NUMERICS).unwrap();
+    check(&p3, &[[1, 1, 2], [2, 2, 1]], &devices);
+}
