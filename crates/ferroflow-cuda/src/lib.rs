@@ -56,5 +56,5 @@ pub use backend::{CudaBackend, CudaOptions};
 pub use bandwidth::copy_bandwidth;
 pub use device::probe;
 pub use launch::LaunchShape;
-pub use multi::{Exchange, MultiGpu, MultiGpuOptions};
+pub use multi::{link_bandwidth, Exchange, MultiGpu, MultiGpuOptions};
 pub use tune::{candidates, TuneMode, TuneReport, TuneRow, TuneSource, DEFAULT_SHAPE};

@@ -14,7 +14,7 @@
 //! one of two buffers by iteration parity, so the next iteration's packing never overwrites
 //! a face still being pulled (a block two iterations ahead would need halos not yet sent).
 use crate::backend::{address_of, CudaBackend, CudaOptions};
-use crate::device::Check;
+use crate::device::{Check, Device};
 use crate::launch::{Region, Vars};
 use cudarc::driver::sys::{self, CUdeviceptr, CUmemorytype};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
@@ -266,7 +266,14 @@ impl<R: Real> MultiGpu<R> {
             match (self.options.packing, host) {
                 (true, None) => {
                     let send = address_of(&l.send[p], &from.backend.device);
-                    copy_peer(comm, &to.backend, recv, &from.backend, send, l.recv.len())?;
+                    copy_between(
+                        comm,
+                        &to.backend.device,
+                        recv,
+                        &from.backend.device,
+                        send,
+                        l.recv.len(),
+                    )?;
                     to.backend.queue_face(comm, &cur, &face, recv, true)?;
                 }
                 (true, Some(host)) => {
@@ -297,14 +304,9 @@ impl<R: Real> MultiGpu<R> {
             if id != self.reference {
                 stream.wait(&owner.stepped).check("waiting for an event")?;
                 let src = owner.backend.own_shift();
-                copy_peer(
-                    stream,
-                    &b.backend,
-                    b.backend.given_shift(),
-                    &owner.backend,
-                    src,
-                    std::mem::size_of::<R>(),
-                )?;
+                let (to, from) = (&b.backend.device, &owner.backend.device);
+                let size = std::mem::size_of::<R>();
+                copy_between(stream, to, b.backend.given_shift(), from, src, size)?;
             }
             stream.wait(&b.unpacked).check("waiting for an event")?;
         }
@@ -349,31 +351,36 @@ fn enable_peer_access<R: Real>(blocks: &[Block<R>]) -> Result<bool, BackendError
     let mut all = true;
     for a in blocks {
         for b in blocks {
-            let (ca, cb) = (&a.backend.device.ctx, &b.backend.device.ctx);
-            if ca.cu_ctx() == cb.cu_ctx() {
-                continue;
-            }
-            let mut can = 0;
-            // SAFETY: plain queries and a context switch on this thread.
-            unsafe {
-                sys::cuDeviceCanAccessPeer(&mut can, ca.cu_device(), cb.cu_device())
-                    .result()
-                    .check("querying peer access")?;
-                if can == 0 {
-                    all = false;
-                    continue;
-                }
-                ca.bind_to_thread().check("binding a context")?;
-                let r = sys::cuCtxEnablePeerAccess(cb.cu_ctx(), 0);
-                if r != sys::CUresult::CUDA_SUCCESS
-                    && r != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
-                {
-                    r.result().check("enabling peer access")?;
-                }
-            }
+            all &= enable_peer_pair(&a.backend.device, &b.backend.device)?;
         }
     }
     Ok(all)
+}
+
+/// Lets device `a` access `b`'s memory, if it can (true also for one device).
+fn enable_peer_pair(a: &Device, b: &Device) -> Result<bool, BackendError> {
+    let (ca, cb) = (&a.ctx, &b.ctx);
+    if ca.cu_ctx() == cb.cu_ctx() {
+        return Ok(true);
+    }
+    let mut can = 0;
+    // SAFETY: plain queries and a context switch on this thread.
+    unsafe {
+        sys::cuDeviceCanAccessPeer(&mut can, ca.cu_device(), cb.cu_device())
+            .result()
+            .check("querying peer access")?;
+        if can == 0 {
+            return Ok(false);
+        }
+        ca.bind_to_thread().check("binding a context")?;
+        let r = sys::cuCtxEnablePeerAccess(cb.cu_ctx(), 0);
+        if r != sys::CUresult::CUDA_SUCCESS
+            && r != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+        {
+            r.result().check("enabling peer access")?;
+        }
+    }
+    Ok(true)
 }
 
 fn host_ptr(h: &PinnedHostSlice<u8>) -> Result<CUdeviceptr, BackendError> {
@@ -398,17 +405,16 @@ fn copy_raw(
         .check("copying a halo")
 }
 
-/// Copies `bytes` bytes from `src` on `from`'s device to `dst` on `to`'s device, on
-/// `stream`.
-fn copy_peer<R: Real>(
+/// Copies `bytes` bytes from `src` on device `from` to `dst` on device `to`, on `stream`.
+fn copy_between(
     stream: &CudaStream,
-    to: &CudaBackend<R>,
+    to: &Device,
     dst: CUdeviceptr,
-    from: &CudaBackend<R>,
+    from: &Device,
     src: CUdeviceptr,
     bytes: usize,
 ) -> Result<(), BackendError> {
-    let (dc, sc) = (to.device.ctx.cu_ctx(), from.device.ctx.cu_ctx());
+    let (dc, sc) = (to.ctx.cu_ctx(), from.ctx.cu_ctx());
     if dc == sc {
         return copy_raw(stream, dst, src, bytes);
     }
@@ -575,4 +581,49 @@ impl<R: Real> Backend for MultiGpu<R> {
         }
         Ok(())
     }
+}
+
+/// Bandwidth of the link between devices `a` and `b` in bytes per second, one direction, as
+/// halos use it: peer copies, or device to pinned host to device. Median of `repeats`
+/// copies of `bytes` bytes after a warm-up; the scaling study's communication model divides
+/// the bytes exchanged per iteration by it.
+pub fn link_bandwidth(
+    a: usize,
+    b: usize,
+    exchange: Exchange,
+    bytes: usize,
+    repeats: usize,
+) -> Result<f64, BackendError> {
+    let (da, db) = (Device::open(a)?, Device::open(b)?);
+    let src = da.stream.alloc_zeros::<u8>(bytes).check("allocating")?;
+    let dst = db.stream.alloc_zeros::<u8>(bytes).check("allocating")?;
+    // SAFETY: written by the copies before it is read.
+    let host = unsafe { da.ctx.alloc_pinned::<u8>(bytes) }.check("allocating pinned memory")?;
+    let (s, d, h) = (
+        address_of(&src, &da),
+        address_of(&dst, &db),
+        host_ptr(&host)?,
+    );
+    // The copy runs on `b`'s stream and reads `a`'s memory: both directions, as MultiGpu.
+    enable_peer_pair(&da, &db)?;
+    enable_peer_pair(&db, &da)?;
+    let copy = || -> Result<(), BackendError> {
+        match exchange {
+            Exchange::Peer => copy_between(&db.stream, &db, d, &da, s, bytes),
+            Exchange::Host => {
+                copy_raw(&da.stream, h, s, bytes)?;
+                da.stream.synchronize().check("copying")?;
+                copy_raw(&db.stream, d, h, bytes)
+            }
+        }?;
+        db.stream.synchronize().check("copying")
+    };
+    copy()?;
+    let mut times = Vec::new();
+    for _ in 0..repeats.max(1) {
+        let start = std::time::Instant::now();
+        copy()?;
+        times.push(start.elapsed().as_secs_f64());
+    }
+    Ok(bytes as f64 / crate::device::median(times))
 }

@@ -2,9 +2,12 @@
 //! fill, norms), against the memory-bandwidth roofline measured in the same run.
 use crate::Failure;
 use clap::Args;
+use ferroflow_core::decomposition::{Decomposition, Face};
+use ferroflow_core::Side;
 use ferroflow_core::{Backend, Numerics, Problem, Real};
 use ferroflow_cpu::CpuBackend;
-use ferroflow_cuda::{CudaBackend, CudaOptions, TuneMode};
+use ferroflow_cuda::{CudaBackend, CudaOptions, Exchange, MultiGpu, MultiGpuOptions, TuneMode};
+use ferroflow_parallel::{Decomposed, InProcess};
 use ferroflow_solver::case::builtin;
 use ferroflow_solver::cavity;
 use rayon::prelude::*;
@@ -16,7 +19,9 @@ use std::time::Instant;
 Examples:
   ferroflow bench                                   # CPU: 2049^2 and 193^3, f64 and f32
   ferroflow bench --backend cuda --n2d 4097,8193 --n3d 257,513
-  ferroflow bench --backend cuda --energy --n2d 4097 --n3d 257,513")]
+  ferroflow bench --backend cuda --energy --n2d 4097 --n3d 257,513
+  ferroflow bench --backend cuda --energy --n2d --n3d 513 --blocks 1,1,2 --devices 0,1
+  ferroflow bench --backend cuda --energy --n2d --n3d 257 --blocks 2,1,1 --devices 0,1 --weak")]
 pub struct BenchArgs {
     /// Backend to measure.
     #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda"])]
@@ -30,11 +35,11 @@ pub struct BenchArgs {
     /// Use the default CUDA launch shape instead of the tuned one.
     #[arg(long)]
     no_tune: bool,
-    /// 2D grids (nodes per axis), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2049")]
+    /// 2D grids (nodes per axis), comma-separated; none after the flag: no 2D grid.
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "2049")]
     n2d: Vec<usize>,
-    /// 3D grids (nodes per axis), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "193")]
+    /// 3D grids (nodes per axis), comma-separated; none after the flag: no 3D grid.
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "193")]
     n3d: Vec<usize>,
     /// Precisions, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "f64,f32", value_parser = ["f64", "f32"])]
@@ -48,6 +53,24 @@ pub struct BenchArgs {
     /// Wall time of one repetition, seconds (sets the iterations per repetition).
     #[arg(long, default_value_t = 0.3)]
     seconds: f64,
+    /// Decompose into PX,PY[,PZ] blocks (one block per GPU of `--devices`, in turn).
+    #[arg(long, value_delimiter = ',')]
+    blocks: Option<Vec<usize>>,
+    /// GPUs the blocks are spread over, comma-separated (default: `--device`).
+    #[arg(long, value_delimiter = ',')]
+    devices: Vec<usize>,
+    /// How GPU halos travel: device to device, or staged through pinned host memory.
+    #[arg(long, default_value = "peer", value_parser = ["peer", "host"])]
+    exchange: String,
+    /// Copy GPU faces as strided boxes instead of packing them.
+    #[arg(long)]
+    no_packing: bool,
+    /// Do not compute interior nodes while GPU halos travel.
+    #[arg(long)]
+    no_overlap: bool,
+    /// Weak scaling: the grid sizes are per block (each block owns n - 2 nodes per axis).
+    #[arg(long)]
+    weak: bool,
 }
 
 const NUMERICS: Numerics = Numerics {
@@ -100,12 +123,35 @@ fn cpu_copy_bandwidth(pool: &rayon::ThreadPool, repeats: usize) -> f64 {
 /// The benchmark problem on `n` nodes per axis: the lid-driven cavity, or with `--energy` the
 /// built-in buoyancy-driven cavity (one more variable).
 fn problem<R: Real>(args: &BenchArgs, dim: usize, n: usize) -> Result<Problem<R>, Failure> {
+    let blocks = block_counts(args, dim);
+    // Weak scaling: every block owns n - 2 nodes per axis, as one block of n nodes does.
+    let nodes = blocks.map(|p| if args.weak { p * (n - 2) + 2 } else { n });
     if !args.energy {
-        return cavity::lid_driven::<R>(dim, [n; 3], 1000.0, 1.0, NUMERICS).map_err(Failure::input);
+        return cavity::lid_driven::<R>(dim, nodes, 1000.0, 1.0, NUMERICS).map_err(Failure::input);
     }
     let mut case = builtin(if dim == 2 { "bdc2d" } else { "bdc3d" }).expect("built-in case");
-    case.grid.nodes = vec![n; dim];
+    case.grid.nodes = nodes[..dim].to_vec();
     case.problem::<R>().map_err(Failure::input)
+}
+
+/// Blocks per axis of `--blocks` (1 each without it).
+fn block_counts(args: &BenchArgs, dim: usize) -> [usize; 3] {
+    let mut b = [1; 3];
+    if let Some(given) = &args.blocks {
+        for (d, p) in given.iter().take(dim).enumerate() {
+            b[d] = *p;
+        }
+    }
+    b
+}
+
+/// The GPUs of the run.
+fn devices(args: &BenchArgs) -> Vec<usize> {
+    if args.devices.is_empty() {
+        vec![args.device]
+    } else {
+        args.devices.clone()
+    }
 }
 
 /// Sets up the backend for `problem`; returns it with a description.
@@ -113,9 +159,28 @@ fn backend<R: Real>(
     args: &BenchArgs,
     problem: &Problem<R>,
 ) -> Result<(Box<dyn Backend<Real = R>>, String), Failure> {
+    let l = problem.layout;
+    let decomposition = args
+        .blocks
+        .as_ref()
+        .map(|_| Decomposition::new(l.dim, l.n, block_counts(args, l.dim)))
+        .transpose()
+        .map_err(Failure::input)?;
     if args.backend == "cpu" {
-        let b = CpuBackend::new(problem, args.threads).map_err(Failure::runtime)?;
-        let what = format!("{} threads", b.threads());
+        let Some(d) = decomposition else {
+            let b = CpuBackend::new(problem, args.threads).map_err(Failure::runtime)?;
+            let what = format!("{} threads", b.threads());
+            return Ok((Box::new(b), what));
+        };
+        let what = format!(
+            "blocks {:?}, {} threads each",
+            d.blocks,
+            args.threads.max(1)
+        );
+        let b = Decomposed::new(problem, d, InProcess, |p, _| {
+            CpuBackend::new(p, args.threads.max(1))
+        })
+        .map_err(Failure::runtime)?;
         return Ok((Box::new(b), what));
     }
     let tune = if args.no_tune {
@@ -128,6 +193,31 @@ fn backend<R: Real>(
         tune,
         ..CudaOptions::default()
     };
+    if let Some(d) = decomposition {
+        let multi = MultiGpuOptions {
+            devices: devices(args),
+            exchange: exchange(args),
+            packing: !args.no_packing,
+            overlap: !args.no_overlap,
+            cuda: options,
+        };
+        let b = MultiGpu::new(problem, d, &multi).map_err(Failure::runtime)?;
+        let what = format!(
+            "blocks {:?} on GPUs {:?}, {} exchange{}, packing {}, overlap {}, shape {}",
+            b.decomposition().blocks,
+            multi.devices,
+            args.exchange,
+            if b.peer_access() {
+                " (peer access)"
+            } else {
+                ""
+            },
+            multi.packing,
+            multi.overlap,
+            b.tuning()[0].chosen
+        );
+        return Ok((Box::new(b), what));
+    }
     let b = CudaBackend::new(problem, &options).map_err(Failure::runtime)?;
     let shape = format!("shape {}", b.tuning().chosen);
     Ok((Box::new(b), shape))
@@ -152,18 +242,52 @@ fn bench_case<R: Real>(
         backend.advance(iters).map(|_| ()).map_err(Failure::runtime)
     })?;
     let rate = nodes * iters as f64 / secs;
+    let halo = halo_bytes::<R>(&problem, args);
     let bytes = (2 * problem.equations() * R::BYTES) as f64;
     let roofline = bandwidth / bytes;
     println!(
-        "{:<4} {dim}D {n:>5}^{dim} {:>4} {:>9.3} G node-updates/s {:>6.1}% of roofline  ({:.0} B/node; {iters} iterations x {}; {what})",
+        "{:<4} {dim}D {:>15} {:>4} {:>9.3} G node-updates/s {:>6.1}% of roofline {:>9.3} ms/iteration  ({:.0} B/node; halo {:.2} MB/iteration; {iters} iterations x {}; {what})",
         args.backend,
+        format!("{:?}", &problem.layout.n[..dim]),
         R::NAME,
         rate / 1e9,
         100.0 * rate / roofline,
+        1e3 * secs / iters as f64,
         bytes,
+        halo / 1e6,
         args.repeats
     );
     Ok(())
+}
+
+/// Bytes all blocks send per iteration (every interface face, both directions).
+fn halo_bytes<R: Real>(problem: &Problem<R>, args: &BenchArgs) -> f64 {
+    let l = problem.layout;
+    let Ok(d) = Decomposition::new(l.dim, l.n, block_counts(args, l.dim)) else {
+        return 0.0;
+    };
+    let vars = problem.equations();
+    let values: usize = d
+        .extents()
+        .iter()
+        .map(|e| {
+            let layout = e.layout(l.dim);
+            Side::ALL
+                .into_iter()
+                .filter(|s| e.neighbours[*s as usize].is_some())
+                .map(|side| Face { side, vars }.len(&layout))
+                .sum::<usize>()
+        })
+        .sum();
+    (values * R::BYTES) as f64
+}
+
+fn exchange(args: &BenchArgs) -> Exchange {
+    if args.exchange == "host" {
+        Exchange::Host
+    } else {
+        Exchange::Peer
+    }
 }
 
 pub fn bench(args: BenchArgs) -> Result<(), Failure> {
@@ -187,6 +311,19 @@ pub fn bench(args: BenchArgs) -> Result<(), Failure> {
             "cuda: {device}\ncopy bandwidth {:.1} GB/s (bytes read + written, device to device)",
             bw / 1e9
         );
+        let gpus = devices(&args);
+        if gpus.len() > 1 {
+            let link =
+                ferroflow_cuda::link_bandwidth(gpus[0], gpus[1], exchange(&args), 64 << 20, 10)
+                    .map_err(Failure::runtime)?;
+            println!(
+                "link GPU {} -> GPU {} ({}): {:.1} GB/s one way (64 MiB copies)",
+                gpus[0],
+                gpus[1],
+                args.exchange,
+                link / 1e9
+            );
+        }
         bw
     };
     for (dim, sizes) in [(2, &args.n2d), (3, &args.n3d)] {
