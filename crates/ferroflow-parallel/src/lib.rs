@@ -10,7 +10,11 @@
 #![deny(missing_docs)]
 
 mod decomposed;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod transport;
 
+#[cfg(feature = "mpi")]
+pub use self::mpi::Mpi;
 pub use decomposed::Decomposed;
 pub use transport::{Halo, InProcess, Transport};

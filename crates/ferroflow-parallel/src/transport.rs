@@ -49,6 +49,23 @@ pub trait Transport<R: Real> {
     }
 }
 
+/// Fills the `recv` of `halos[h]` from the face across from it, which must be in `halos` too.
+pub(crate) fn copy_across<R: Real>(halos: &mut [Halo<R>], h: usize) -> Result<(), BackendError> {
+    let from = (0..halos.len())
+        .find(|g| halos[h].faces(&halos[*g]))
+        .ok_or_else(|| BackendError::Failed {
+            backend: "in-process",
+            message: format!(
+                "no face across from block {} {:?}",
+                halos[h].block, halos[h].side
+            ),
+        })?;
+    let values = std::mem::take(&mut halos[from].send);
+    halos[h].recv.copy_from_slice(&values);
+    halos[from].send = values;
+    Ok(())
+}
+
 /// All blocks in this process: halos are copied directly.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct InProcess;
@@ -59,21 +76,7 @@ impl<R: Real> Transport<R> for InProcess {
     }
 
     fn exchange(&mut self, halos: &mut [Halo<R>]) -> Result<(), BackendError> {
-        for h in 0..halos.len() {
-            let from = (0..halos.len())
-                .find(|g| halos[h].faces(&halos[*g]))
-                .ok_or_else(|| BackendError::Failed {
-                    backend: "in-process",
-                    message: format!(
-                        "no face across from block {} {:?}",
-                        halos[h].block, halos[h].side
-                    ),
-                })?;
-            let values = std::mem::take(&mut halos[from].send);
-            halos[h].recv.copy_from_slice(&values);
-            halos[from].send = values;
-        }
-        Ok(())
+        (0..halos.len()).try_for_each(|h| copy_across(halos, h))
     }
 
     fn sum(&mut self, _values: &mut [f64]) -> Result<(), BackendError> {

@@ -5,6 +5,7 @@
 use crate::cavity;
 use crate::convection::HeatedCavity;
 use crate::simulation::StopCriteria;
+use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Numerics, Problem, ProblemError, Real};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -26,6 +27,8 @@ pub struct Case {
     pub backend: BackendSpec,
     /// `[output]`.
     pub output: OutputSpec,
+    /// `[parallel]`.
+    pub parallel: ParallelSpec,
 }
 
 /// `[case]` section.
@@ -163,6 +166,34 @@ pub struct OutputSpec {
     pub field_interval: usize,
 }
 
+/// How GPU blocks exchange halos.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Exchange {
+    /// Device to device.
+    Peer,
+    /// Staged through host memory.
+    Host,
+}
+
+/// `[parallel]` section: the grid cut into blocks, spread over threads, GPUs and processes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ParallelSpec {
+    /// Blocks per axis; empty: `count` blocks, cut automatically.
+    pub blocks: Vec<usize>,
+    /// Number of blocks when `blocks` is empty; 0: one, or one per MPI process.
+    pub count: usize,
+    /// GPU ordinals the CUDA blocks are spread over; empty: `backend.device`.
+    pub devices: Vec<usize>,
+    /// How GPU halos travel.
+    pub exchange: Exchange,
+    /// Pack GPU faces into contiguous buffers on the device (else copy them as strided boxes).
+    pub packing: bool,
+    /// Compute interior nodes while halos travel.
+    pub overlap: bool,
+}
+
 impl Default for CaseInfo {
     fn default() -> Self {
         CaseInfo {
@@ -225,6 +256,19 @@ impl Default for BackendSpec {
     }
 }
 
+impl Default for ParallelSpec {
+    fn default() -> Self {
+        ParallelSpec {
+            blocks: Vec::new(),
+            count: 0,
+            devices: Vec::new(),
+            exchange: Exchange::Peer,
+            packing: true,
+            overlap: true,
+        }
+    }
+}
+
 impl Default for OutputSpec {
     fn default() -> Self {
         OutputSpec {
@@ -262,7 +306,7 @@ const fn key(
 }
 
 /// Every key of a case file, in file order.
-pub const KEYS: [KeyDoc; 28] = [
+pub const KEYS: [KeyDoc; 34] = [
     key(
         "case.name",
         "Name; the default output directory is ferroflow-out/<name>/",
@@ -420,6 +464,45 @@ pub const KEYS: [KeyDoc; 28] = [
          0 = final fields only",
         "iterations",
         ">= 0",
+    ),
+    key(
+        "parallel.blocks",
+        "Blocks per axis the grid is cut into; [] = parallel.count blocks, cut with the least \
+         interface area",
+        "-",
+        "[] or grid.dim integers >= 1, each block owning >= 3 nodes per axis",
+    ),
+    key(
+        "parallel.count",
+        "Number of blocks when parallel.blocks is []; 0 = 1, or under MPI one per process",
+        "-",
+        ">= 0; under MPI at least the number of processes",
+    ),
+    key(
+        "parallel.devices",
+        "GPU ordinals the CUDA blocks are spread over, block b on devices[b % length]; \
+         [] = [backend.device]",
+        "-",
+        "integers >= 0",
+    ),
+    key(
+        "parallel.exchange",
+        "How GPU halos travel: device to device (peer) or staged through host memory (host)",
+        "-",
+        "\"peer\" or \"host\"",
+    ),
+    key(
+        "parallel.packing",
+        "GPU halos: pack faces into contiguous buffers on the device; false = copy them as \
+         strided boxes",
+        "-",
+        "true or false",
+    ),
+    key(
+        "parallel.overlap",
+        "Compute the interior nodes of each block while its halos travel",
+        "-",
+        "true or false",
     ),
 ];
 
@@ -651,6 +734,46 @@ impl Case {
         })
     }
 
+    /// The grid cut into blocks for a run of `processes` processes (1 without MPI).
+    pub fn decomposition(&self, processes: usize) -> Result<Decomposition, ProblemError> {
+        let (dim, n, p) = (self.grid.dim, self.nodes()?, &self.parallel);
+        let decomposition = if p.blocks.is_empty() {
+            let count = if p.count == 0 { processes } else { p.count };
+            Decomposition::automatic(dim, n, count)?
+        } else {
+            if p.blocks.len() != dim {
+                return Err(ProblemError::OutOfRange {
+                    name: "parallel.blocks",
+                    value: p.blocks.len() as f64,
+                    allowed: "[] or one block count per axis (grid.dim values)",
+                });
+            }
+            let mut blocks = [1; 3];
+            blocks[..dim].copy_from_slice(&p.blocks);
+            let d = Decomposition::new(dim, n, blocks)?;
+            if p.count != 0 && p.count != d.count() {
+                return Err(ProblemError::OutOfRange {
+                    name: "parallel.count",
+                    value: p.count as f64,
+                    allowed: "0 or the number of blocks parallel.blocks makes",
+                });
+            }
+            d
+        };
+        if decomposition.count() < processes {
+            return Err(ProblemError::OutOfRange {
+                name: if p.blocks.is_empty() {
+                    "parallel.count"
+                } else {
+                    "parallel.blocks"
+                },
+                value: decomposition.count() as f64,
+                allowed: "at least one block per MPI process",
+            });
+        }
+        Ok(decomposition)
+    }
+
     /// The resolved physics of a buoyancy-driven cavity.
     pub fn heated_cavity(&self) -> Result<HeatedCavity, ProblemError> {
         let ph = &self.physics;
@@ -789,11 +912,33 @@ mod tests {
             e.to_string(),
             "c.toml:5: numerics.cfl = 3 is out of range: 0 < cfl <= 2"
         );
-        bad = case;
+        bad = case.clone();
         bad.grid.nodes = vec![0, 0];
         let e = CaseError::invalid("c.toml", text, &bad.problem::<f64>().unwrap_err());
         assert!(e
             .to_string()
             .starts_with("c.toml:2: grid.nodes: grid has 0 nodes"));
+    }
+
+    #[test]
+    fn blocks_and_count_cut_the_grid() {
+        let mut case = Case::default();
+        assert_eq!(case.decomposition(1).unwrap().blocks, [1, 1, 1]);
+        assert_eq!(case.decomposition(4).unwrap().blocks, [2, 2, 1]);
+        case.parallel.count = 2;
+        assert_eq!(case.decomposition(1).unwrap().blocks, [1, 2, 1]);
+        let name = |c: &Case, processes| match c.decomposition(processes) {
+            Err(ProblemError::OutOfRange { name, .. }) => name,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(name(&case, 3), "parallel.count");
+        case.parallel.blocks = vec![3, 1];
+        assert_eq!(name(&case, 1), "parallel.count");
+        case.parallel.count = 0;
+        assert_eq!(case.decomposition(1).unwrap().blocks, [3, 1, 1]);
+        for blocks in [vec![2], vec![2, 1, 1], vec![0, 1], vec![50, 1]] {
+            case.parallel.blocks = blocks;
+            assert_eq!(name(&case, 1), "parallel.blocks");
+        }
     }
 }

@@ -1,9 +1,13 @@
-//! Backend selection: the one place that maps `[backend] kind` to an implementation.
+//! Backend selection: the one place that maps `[backend] kind` and `[parallel]` to an
+//! implementation.
+use crate::world::World;
 use crate::Failure;
+use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, BackendError, Problem, Real};
 use ferroflow_cpu::CpuBackend;
 use ferroflow_cuda::{CudaBackend, CudaOptions, TuneMode};
-use ferroflow_solver::case::{BackendKind, BackendSpec};
+use ferroflow_parallel::{Decomposed, InProcess, Transport};
+use ferroflow_solver::case::{BackendKind, BackendSpec, ParallelSpec};
 
 /// What the CUDA backend would run on here, or exactly why it cannot run (no driver, no
 /// device, no NVRTC).
@@ -20,46 +24,145 @@ pub fn cuda_options(spec: &BackendSpec, tune: TuneMode) -> CudaOptions {
     }
 }
 
-/// The CUDA backend for `problem` and a line saying where it runs and with which launch shape.
-fn cuda<R: Real>(
+/// A backend and the line saying what it is.
+type Chosen<R> = (Box<dyn Backend<Real = R>>, String);
+
+/// How the grid is cut, for the line saying what was chosen: `KIND, N blocks [PX, PY], DETAIL`
+/// and the number of MPI processes, if more than one.
+fn cut_line(kind: &str, decomposition: &Decomposition, detail: &str, processes: usize) -> String {
+    let blocks = &decomposition.blocks[..decomposition.dim];
+    let mut line = format!(
+        "{kind}, {} blocks {blocks:?}, {detail}",
+        decomposition.count()
+    );
+    if processes > 1 {
+        line += &format!(", over {processes} MPI processes");
+    }
+    line
+}
+
+/// The CUDA backend for `problem` and a line saying where it runs (and with one block, with
+/// which launch shape). Blocks take the devices of `parallel.devices` in turn.
+fn cuda<R: Real, T: Transport<R> + 'static>(
     problem: &Problem<R>,
     spec: &BackendSpec,
-) -> Result<(Box<dyn Backend<Real = R>>, String), BackendError> {
-    let b = CudaBackend::new(problem, &cuda_options(spec, TuneMode::Cached))?;
-    let t = b.tuning();
-    let line = format!(
-        "cuda on {}, launch shape {} ({:?}, {:.2} s)",
-        b.device_name(),
-        t.chosen,
-        t.source,
-        t.seconds
-    );
+    parallel: &ParallelSpec,
+    decomposition: Decomposition,
+    transport: T,
+) -> Result<Chosen<R>, BackendError> {
+    let options = cuda_options(spec, TuneMode::Cached);
+    if decomposition.count() == 1 {
+        let b = CudaBackend::new(problem, &options)?;
+        let t = b.tuning();
+        let line = format!(
+            "cuda on {}, launch shape {} ({:?}, {:.2} s)",
+            b.device_name(),
+            t.chosen,
+            t.source,
+            t.seconds
+        );
+        return Ok((Box::new(b), line));
+    }
+    let devices = match parallel.devices.as_slice() {
+        [] => vec![spec.device],
+        d => d.to_vec(),
+    };
+    let processes = transport.rank_size().1;
+    let b = Decomposed::new(problem, decomposition, transport, |p, e| {
+        let device = devices[e.id % devices.len()];
+        CudaBackend::new(p, &CudaOptions { device, ..options })
+    })?;
+    let detail = format!("on devices {devices:?}");
+    let line = cut_line("cuda", b.decomposition(), &detail, processes);
     Ok((Box::new(b), line))
 }
 
-/// The backend `spec` asks for, set up for `problem`, and a line saying what was chosen.
-/// An unavailable backend that was asked for by name is bad input (exit code 2).
+/// The CPU backend: one block with all the threads, or this process's blocks with a share of
+/// them each.
+fn cpu<R: Real, T: Transport<R> + 'static>(
+    problem: &Problem<R>,
+    spec: &BackendSpec,
+    decomposition: Decomposition,
+    transport: T,
+    world: &World,
+) -> Result<Chosen<R>, BackendError> {
+    if decomposition.count() == 1 {
+        let b = CpuBackend::new(problem, spec.threads)?;
+        let line = format!("cpu, {} threads", b.threads());
+        return Ok((Box::new(b), line));
+    }
+    // The processes on this machine share its cores.
+    let threads = match spec.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()) / world.here(),
+        t => t,
+    };
+    let (count, (rank, processes)) = (decomposition.count(), transport.rank_size());
+    let here = (0..count)
+        .filter(|b| transport.owner(*b, count) == rank)
+        .count();
+    let each = (threads / here.max(1)).max(1);
+    let b = Decomposed::new(problem, decomposition, transport, |p, _| {
+        CpuBackend::new(p, each)
+    })?;
+    let detail = format!("{each} thread{} each", if each == 1 { "" } else { "s" });
+    let line = cut_line("cpu", b.decomposition(), &detail, processes);
+    Ok((Box::new(b), line))
+}
+
+/// The backend `spec` asks for, set up for `problem` cut as `decomposition` says (at least one
+/// block per process), and a line saying what was chosen. An unavailable backend that was
+/// asked for by name is bad input (exit code 2).
 pub fn make_backend<R: Real>(
     problem: &Problem<R>,
     spec: &BackendSpec,
-) -> Result<(Box<dyn Backend<Real = R>>, String), Failure> {
-    let cpu = |why: &str| -> Result<(Box<dyn Backend<Real = R>>, String), Failure> {
-        let b = CpuBackend::new(problem, spec.threads).map_err(Failure::runtime)?;
-        let line = format!("cpu, {} threads{why}", b.threads());
-        Ok((Box::new(b), line))
-    };
+    parallel: &ParallelSpec,
+    decomposition: Decomposition,
+    world: &World,
+) -> Result<Chosen<R>, Failure> {
+    #[cfg(feature = "mpi")]
+    if let Some(mpi) = world.mpi() {
+        return choose(problem, spec, parallel, decomposition, mpi.clone(), world);
+    }
+    choose(problem, spec, parallel, decomposition, InProcess, world)
+}
+
+/// [`make_backend`] with `transport` to the blocks of the other processes.
+fn choose<R: Real, T: Transport<R> + Clone + 'static>(
+    problem: &Problem<R>,
+    spec: &BackendSpec,
+    parallel: &ParallelSpec,
+    decomposition: Decomposition,
+    transport: T,
+    world: &World,
+) -> Result<Chosen<R>, Failure> {
     match spec.kind {
-        BackendKind::Cpu => cpu(""),
+        BackendKind::Cpu => {
+            cpu(problem, spec, decomposition, transport, world).map_err(Failure::runtime)
+        }
         // Asking for a GPU where there is none is bad input; a GPU failing is not.
-        BackendKind::Cuda => cuda(problem, spec).map_err(|e| match e {
-            BackendError::Unavailable { .. } => Failure::input(format!(
-                "backend.kind = \"cuda\": {e}; use --backend cpu or auto"
-            )),
-            e => Failure::runtime(e),
-        }),
-        BackendKind::Auto => match cuda(problem, spec) {
-            Ok((b, line)) => Ok((b, format!("{line} (auto)"))),
-            Err(why) => cpu(&format!(" (auto: {why})")),
-        },
+        BackendKind::Cuda => {
+            cuda(problem, spec, parallel, decomposition, transport).map_err(|e| match e {
+                BackendError::Unavailable { .. } => Failure::input(format!(
+                    "backend.kind = \"cuda\": {e}; use --backend cpu or auto"
+                )),
+                e => Failure::runtime(e),
+            })
+        }
+        BackendKind::Auto => {
+            match cuda(
+                problem,
+                spec,
+                parallel,
+                decomposition.clone(),
+                transport.clone(),
+            ) {
+                Ok((b, line)) => Ok((b, format!("{line} (auto)"))),
+                Err(why) => {
+                    let (b, line) = cpu(problem, spec, decomposition, transport, world)
+                        .map_err(Failure::runtime)?;
+                    Ok((b, format!("{line} (auto: {why})")))
+                }
+            }
+        }
     }
 }

@@ -17,5 +17,10 @@ pub fn info() -> Result<(), Failure> {
         Ok(device) => println!("  cuda  available: {device}"),
         Err(why) => println!("  cuda  unavailable: {why}"),
     }
+    if cfg!(feature = "mpi") {
+        println!("mpi: built in (decomposed runs over the processes of mpirun)");
+    } else {
+        println!("mpi: not built in (cargo build --release --features mpi)");
+    }
     Ok(())
 }

@@ -40,7 +40,8 @@ const TREND_WINDOW: usize = 400;
 pub struct Reporter {
     mode: Mode,
     bar: Option<ProgressBar>,
-    log: LineWriter<File>,
+    /// `run.log`; none in the other processes of an MPI job.
+    log: Option<LineWriter<File>>,
     names: &'static [&'static str],
     tolerance: f64,
     max_iterations: usize,
@@ -75,6 +76,15 @@ impl Reporter {
             .append(append)
             .truncate(!append)
             .open(log_path)?;
+        Ok(Reporter::with(mode, Some(LineWriter::new(file)), work))
+    }
+
+    /// A reporter that shows and logs nothing: the other processes of an MPI job.
+    pub fn silent(work: Work) -> Reporter {
+        Reporter::with(Mode::Quiet, None, work)
+    }
+
+    fn with(mode: Mode, log: Option<LineWriter<File>>, work: Work) -> Reporter {
         let bar = (mode == Mode::Bar).then(|| {
             let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr());
             bar.set_style(
@@ -84,10 +94,10 @@ impl Reporter {
             );
             bar
         });
-        Ok(Reporter {
+        Reporter {
             mode,
             bar,
-            log: LineWriter::new(file),
+            log,
             names: work.names,
             tolerance: work.tolerance,
             max_iterations: work.max_iterations,
@@ -96,13 +106,15 @@ impl Reporter {
             start_iteration: work.start_iteration,
             next_line: 0.0,
             trend: Vec::new(),
-        })
+        }
     }
 
     /// Writes `text` to the log only.
     pub fn log(&mut self, text: &str) {
         // The log is a convenience copy; a full disk must not stop the run.
-        let _ = writeln!(self.log, "{text}");
+        if let Some(log) = &mut self.log {
+            let _ = writeln!(log, "{text}");
+        }
     }
 
     /// Writes `text` to the log and, unless quiet, to the terminal.

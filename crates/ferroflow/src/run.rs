@@ -4,6 +4,7 @@ use crate::input::{LoadedCase, Override, DEFAULT_CASE};
 use crate::progress::{Mode, Reporter, Work};
 use crate::results::{OutputDir, RunRecord};
 use crate::signals::Interrupt;
+use crate::world::World;
 use crate::Failure;
 use clap::Args;
 use ferroflow_core::{Backend, Fields, Problem, Real};
@@ -23,6 +24,7 @@ Examples:
   ferroflow run my-case.toml --out results/run1
   ferroflow run --set 'grid.nodes=[257,257]' --set numerics.tolerance=1e-9
   ferroflow run --restart ferroflow-out/cavity2d-re100   # continue after Ctrl-C or a kill
+  ferroflow run cavity3d-re100 --blocks 1,1,4       # the grid cut into 4 blocks along z
 
 Results: fields.vti (open in ParaView), summary.json, residuals.csv, centerline_u.csv,
 centerline_v.csv, residuals.png, centerlines.png, run.log, case.resolved.toml, checkpoint.ffcp.
@@ -45,6 +47,9 @@ pub struct RunArgs {
     /// CPU threads (0 = all cores), overriding the case.
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
+    /// Blocks per axis the grid is cut into (parallel.blocks), overriding the case.
+    #[arg(long, value_name = "PX,PY[,PZ]", value_delimiter = ',')]
+    blocks: Vec<usize>,
     /// Set any key of the case (dotted path, TOML value), e.g. --set numerics.cfl=1.2.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<Override>,
@@ -60,15 +65,25 @@ pub struct RunArgs {
 }
 
 /// Everything a run needs, checked except for the values the solver validates.
-pub struct Job {
+pub struct Job<'w> {
     pub loaded: LoadedCase,
     pub out: PathBuf,
     pub restart: Option<Checkpoint>,
     pub mode: Mode,
     pub interrupt: Interrupt,
+    /// The processes that run it.
+    pub world: &'w World,
 }
 
 pub fn run(args: RunArgs) -> Result<(), Failure> {
+    // Kept to the end: MPI is finalised when the last handle to it is dropped.
+    let world = World::join();
+    let job = world.agree(job(args, &world))?;
+    execute(job).map(|_| ())
+}
+
+/// The job the arguments describe.
+fn job(args: RunArgs, world: &World) -> Result<Job<'_>, Failure> {
     let interrupt = Interrupt::install().map_err(Failure::runtime)?;
     let restart = args.restart.as_deref().map(read_checkpoint).transpose()?;
     // The flags are shorthands for overrides, applied after the --set ones.
@@ -78,6 +93,10 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         ("backend.precision", args.precision),
         ("backend.threads", args.threads.map(|t| t.to_string())),
         ("backend.tune", args.no_tune.then(|| "false".to_string())),
+        (
+            "parallel.blocks",
+            (!args.blocks.is_empty()).then(|| format!("{:?}", args.blocks)),
+        ),
     ];
     for (key, value) in flags {
         if let Some(value) = value {
@@ -104,14 +123,14 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         },
         (None, None) => Path::new("ferroflow-out").join(&loaded.case.case.name),
     };
-    execute(Job {
+    Ok(Job {
         loaded,
         out,
         restart: restart.map(|(_, ck)| ck),
         mode: Mode::detect(args.quiet),
         interrupt,
+        world,
     })
-    .map(|_| ())
 }
 
 /// Reads the checkpoint in directory (or file) `path`; returns the file's path with it.
@@ -126,12 +145,14 @@ fn read_checkpoint(path: &Path) -> Result<(PathBuf, Checkpoint), Failure> {
     Ok((file, ck))
 }
 
-/// Runs a job in the precision its case asks for; returns the summary of a finished run.
-pub fn execute(job: Job) -> Result<Summary, Failure> {
-    match job.loaded.case.backend.precision {
+/// Runs a job in the precision its case asks for; returns the summary of a finished run (in
+/// the first process of an MPI job; the others have none).
+pub fn execute(job: Job) -> Result<Option<Summary>, Failure> {
+    let result = match job.loaded.case.backend.precision {
         Precision::F64 => execute_in::<f64>(&job),
         Precision::F32 => execute_in::<f32>(&job),
-    }
+    };
+    job.world.agree(result)
 }
 
 /// An iteration schedule: due at the first check at or after each multiple of `interval`, so
@@ -160,7 +181,7 @@ impl Every {
     }
 }
 
-fn execute_in<R: Real>(job: &Job) -> Result<Summary, Failure> {
+fn execute_in<R: Real>(job: &Job) -> Result<Option<Summary>, Failure> {
     let mut session = Session::<R>::start(job)?;
     let status = session.iterate()?;
     session.finish(status)
@@ -168,13 +189,14 @@ fn execute_in<R: Real>(job: &Job) -> Result<Summary, Failure> {
 
 /// A run in progress: the problem on its backend, the driver's record, the output directory.
 struct Session<'a, R: Real> {
-    job: &'a Job,
+    job: &'a Job<'a>,
     problem: Problem<R>,
     backend: Box<dyn Backend<Real = R>>,
     sim: Simulation,
     /// Wall time of the iterations, earlier runs of a restarted one included.
     wall_seconds: f64,
-    out: OutputDir,
+    /// The output directory, in the first process only.
+    out: Option<OutputDir>,
     report: Reporter,
     /// The resolved case, as written to the log and to checkpoints.
     resolved: String,
@@ -185,38 +207,40 @@ fn write_failure(dir: &Path) -> impl Fn(io::Error) -> Failure + '_ {
     move |e| Failure::runtime(format!("{}: {e}", dir.display()))
 }
 
+/// Writes with `write` in the first process (the one with the output directory) and settles
+/// the outcome in all.
+fn write_first(
+    out: &mut Option<OutputDir>,
+    job: &Job,
+    write: impl FnOnce(&mut OutputDir) -> io::Result<()>,
+) -> Result<(), Failure> {
+    let written = out.as_mut().map_or(Ok(()), write);
+    job.world.agree(written.map_err(write_failure(&job.out)))
+}
+
 impl<'a, R: Real> Session<'a, R> {
-    /// Validates the case and sets everything up; nothing is written before all is valid.
+    /// Validates the case and sets everything up; nothing is written before all is valid, in
+    /// every process.
     fn start(job: &'a Job) -> Result<Session<'a, R>, Failure> {
         let case = &job.loaded.case;
-        let stop = case.stop().map_err(|e| job.loaded.invalid(&e))?;
-        let problem = case.problem::<R>().map_err(|e| job.loaded.invalid(&e))?;
-        let (mut backend, backend_line) = make_backend(&problem, &case.backend)?;
-        let (sim, wall_seconds) = match &job.restart {
-            Some(ck) => {
-                let state = ck
-                    .state::<R>(problem.layout, problem.equations())
-                    .map_err(|e| Failure::input(format!("--restart: {e}")))?;
-                backend.upload(&state).map_err(Failure::runtime)?;
-                (ck.simulation(stop), ck.wall_seconds)
-            }
-            None => (Simulation::new(stop), 0.0),
-        };
-
-        let out = OutputDir::create(&job.out, job.restart.as_ref().map(|ck| ck.iteration))?;
+        let (problem, backend, backend_line, sim, wall_seconds) =
+            job.world.agree(Session::prepare(job))?;
         let resolved = case.to_toml();
-        std::fs::write(out.join("case.resolved.toml"), &resolved)
-            .map_err(write_failure(&job.out))?;
-        let work = Work {
+        let work = || Work {
             names: problem.variable_names(),
             nodes: problem.layout.interior_nodes(),
-            tolerance: stop.tolerance,
-            max_iterations: stop.max_iterations,
+            tolerance: sim.stop.tolerance,
+            max_iterations: sim.stop.max_iterations,
             start_iteration: sim.iteration,
         };
-        let append = job.restart.is_some();
-        let mut report = Reporter::new(job.mode, &out.join("run.log"), append, work)
-            .map_err(write_failure(&job.out))?;
+        let opened = job
+            .world
+            .is_root()
+            .then(|| Session::<R>::open(job, &resolved, work()));
+        let (out, mut report) = match job.world.agree(opened.transpose())? {
+            Some((out, report)) => (Some(out), report),
+            None => (None, Reporter::silent(work())),
+        };
         log_header(&mut report, job, &backend_line, &resolved);
         report.note(&format!(
             "{}: {}D {:?}, {}, {}; output in {}",
@@ -248,6 +272,57 @@ impl<'a, R: Real> Session<'a, R> {
         })
     }
 
+    /// The problem on its backend (with the restart's state) and the driver's record.
+    #[allow(clippy::type_complexity)]
+    fn prepare(
+        job: &Job,
+    ) -> Result<
+        (
+            Problem<R>,
+            Box<dyn Backend<Real = R>>,
+            String,
+            Simulation,
+            f64,
+        ),
+        Failure,
+    > {
+        let case = &job.loaded.case;
+        let stop = case.stop().map_err(|e| job.loaded.invalid(&e))?;
+        let problem = case.problem::<R>().map_err(|e| job.loaded.invalid(&e))?;
+        let decomposition = case
+            .decomposition(job.world.rank_size().1)
+            .map_err(|e| job.loaded.invalid(&e))?;
+        let (mut backend, line) = make_backend(
+            &problem,
+            &case.backend,
+            &case.parallel,
+            decomposition,
+            job.world,
+        )?;
+        let (sim, wall_seconds) = match &job.restart {
+            Some(ck) => {
+                let state = ck
+                    .state::<R>(problem.layout, problem.equations())
+                    .map_err(|e| Failure::input(format!("--restart: {e}")))?;
+                backend.upload(&state).map_err(Failure::runtime)?;
+                (ck.simulation(stop), ck.wall_seconds)
+            }
+            None => (Simulation::new(stop), 0.0),
+        };
+        Ok((problem, backend, line, sim, wall_seconds))
+    }
+
+    /// Creates the output directory with the resolved case in it, and the log.
+    fn open(job: &Job, resolved: &str, work: Work) -> Result<(OutputDir, Reporter), Failure> {
+        let out = OutputDir::create(&job.out, job.restart.as_ref().map(|ck| ck.iteration))?;
+        std::fs::write(out.join("case.resolved.toml"), resolved)
+            .map_err(write_failure(&job.out))?;
+        let append = job.restart.is_some();
+        let report = Reporter::new(job.mode, &out.join("run.log"), append, work)
+            .map_err(write_failure(&job.out))?;
+        Ok((out, report))
+    }
+
     /// Iterates to convergence, the iteration limit or a signal, writing checkpoints and
     /// snapshots when due. After divergence it writes the summary and residual history (no
     /// fields), keeps the last checkpoint and fails with exit code 3.
@@ -256,11 +331,13 @@ impl<'a, R: Real> Session<'a, R> {
         let mut checkpoints = Every::new(output.checkpoint_interval, self.sim.iteration);
         let mut snapshots = Every::new(output.field_interval, self.sim.iteration);
         let names = self.problem.variable_names();
+        let world = self.job.world;
         loop {
             let mut signalled = false;
             let result = self.sim.run(&mut *self.backend, names, |p| {
                 self.report.update(p.iteration, p.relative);
-                signalled = self.job.interrupt.requested();
+                // Processes may see a signal at different checks: all stop when any has one.
+                signalled = world.any(self.job.interrupt.requested());
                 // The driver holds the backend while it iterates: pause it to write files.
                 if signalled || checkpoints.due(p.iteration) || snapshots.due(p.iteration) {
                     Flow::Stop
@@ -271,16 +348,16 @@ impl<'a, R: Real> Session<'a, R> {
             let outcome = match result {
                 Ok(outcome) => outcome,
                 Err(e @ SolveError::Diverged { .. }) => return Err(self.diverged(e)),
-                Err(e) => return Err(Failure::runtime(e)),
+                Err(e) => return Err(world.fail_alone(Failure::runtime(e))),
             };
             self.wall_seconds += outcome.wall_seconds;
             let iteration = self.sim.iteration;
             let finished = outcome.converged || iteration >= self.sim.stop.max_iterations;
             if snapshots.due(iteration) && !finished {
                 let fields = self.fields()?;
-                self.out
-                    .write_snapshot(&self.problem, &fields, iteration)
-                    .map_err(write_failure(&self.job.out))?;
+                write_first(&mut self.out, self.job, |out| {
+                    out.write_snapshot(&self.problem, &fields, iteration)
+                })?;
                 snapshots.done(iteration);
             }
             if finished || signalled || checkpoints.due(iteration) {
@@ -296,9 +373,17 @@ impl<'a, R: Real> Session<'a, R> {
         }
     }
 
+    /// The current state, gathered from every process (pressure as the backend keeps it).
+    fn download(&mut self) -> Result<Fields<R>, Failure> {
+        let world = self.job.world;
+        self.backend
+            .download()
+            .map_err(|e| world.fail_alone(Failure::runtime(e)))
+    }
+
     /// The current state with pressure referenced, as results show it.
     fn fields(&mut self) -> Result<Fields<R>, Failure> {
-        let mut fields = self.backend.download().map_err(Failure::runtime)?;
+        let mut fields = self.download()?;
         self.problem.reference_pressure(&mut fields);
         Ok(fields)
     }
@@ -306,10 +391,11 @@ impl<'a, R: Real> Session<'a, R> {
     /// Writes the checkpoint: the raw backend state (pressure as the backend keeps it, so that
     /// the continuation is bitwise the same) and the driver's record.
     fn save_checkpoint(&mut self) -> Result<(), Failure> {
-        let state = self.backend.download().map_err(Failure::runtime)?;
-        let path = self.out.join(checkpoint::FILE_NAME);
-        checkpoint::save(&path, &self.resolved, &self.sim, self.wall_seconds, &state)
-            .map_err(write_failure(&self.job.out))
+        let state = self.download()?;
+        write_first(&mut self.out, self.job, |out| {
+            let path = out.join(checkpoint::FILE_NAME);
+            checkpoint::save(&path, &self.resolved, &self.sim, self.wall_seconds, &state)
+        })
     }
 
     fn record(&self, status: Status) -> RunRecord<'_, R> {
@@ -325,10 +411,13 @@ impl<'a, R: Real> Session<'a, R> {
 
     fn diverged(&mut self, error: SolveError) -> Failure {
         self.report.finish();
-        if let Err(e) = self.out.write_results(&self.record(Status::Diverged), None) {
+        let Some(out) = &self.out else {
+            return Failure::diverged(error);
+        };
+        if let Err(e) = out.write_results(&self.record(Status::Diverged), None) {
             return write_failure(&self.job.out)(e);
         }
-        let path = self.out.join(checkpoint::FILE_NAME);
+        let path = out.join(checkpoint::FILE_NAME);
         let kept = if path.exists() {
             format!("the last good checkpoint is kept ({})", path.display())
         } else {
@@ -340,24 +429,45 @@ impl<'a, R: Real> Session<'a, R> {
     }
 
     /// Writes the results and says how the run ended; an interrupted run fails with 130.
-    fn finish(mut self, status: Status) -> Result<Summary, Failure> {
+    fn finish(mut self, status: Status) -> Result<Option<Summary>, Failure> {
         self.report.finish();
         let fields = self.fields()?;
-        let summary = self
-            .out
-            .write_results(&self.record(status), Some(&fields))
-            .map_err(write_failure(&self.job.out))?;
+        let summary = match &self.out {
+            Some(out) => Some(
+                out.write_results(&self.record(status), Some(&fields))
+                    .map_err(write_failure(&self.job.out))?,
+            ),
+            None => None,
+        };
+        let dir = self.job.out.display();
+        if let Some(summary) = &summary {
+            self.tell(summary, status);
+        }
+        if status == Status::Interrupted {
+            let message = format!(
+                "stopped at iteration {}; checkpoint {}; continue with: ferroflow run --restart {dir}",
+                self.sim.iteration,
+                self.job.out.join(checkpoint::FILE_NAME).display(),
+            );
+            self.report.log(&message);
+            return Err(Failure::interrupted(message));
+        }
+        Ok(summary)
+    }
+
+    /// Says how the run ended and what its results show.
+    fn tell(&mut self, summary: &Summary, status: Status) {
         let verdict = match status {
             Status::Converged => "converged",
             Status::MaxIterations => "NOT converged (iteration limit)",
             Status::Interrupted | Status::Diverged => "stopped",
         };
-        let dir = self.job.out.display();
         self.report.note(&format!(
-            "{verdict} after {} iterations ({:.2} s, {:.1} M node updates/s); results in {dir}",
+            "{verdict} after {} iterations ({:.2} s, {:.1} M node updates/s); results in {}",
             self.sim.iteration,
             self.wall_seconds,
             summary.node_updates_per_second / 1e6,
+            self.job.out.display(),
         ));
         if let Some(h) = &summary.heat_transfer {
             self.report.note(&format!(
@@ -379,16 +489,6 @@ impl<'a, R: Real> Session<'a, R> {
                 d.profile, d.max_abs_deviation, d.at, d.source
             ));
         }
-        if status == Status::Interrupted {
-            let message = format!(
-                "stopped at iteration {}; checkpoint {}; continue with: ferroflow run --restart {dir}",
-                self.sim.iteration,
-                self.out.join(checkpoint::FILE_NAME).display(),
-            );
-            self.report.log(&message);
-            return Err(Failure::interrupted(message));
-        }
-        Ok(summary)
     }
 }
 

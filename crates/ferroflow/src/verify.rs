@@ -4,10 +4,12 @@ use crate::input::{LoadedCase, Override};
 use crate::progress::Mode;
 use crate::run::{execute, Job};
 use crate::signals::Interrupt;
+use crate::world::World;
 use crate::Failure;
 use clap::Subcommand;
+use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::Numerics;
-use ferroflow_solver::case::{BackendKind, BackendSpec};
+use ferroflow_solver::case::{BackendKind, BackendSpec, ParallelSpec};
 use ferroflow_solver::mms::{study, Manufactured};
 use ferroflow_solver::{output, Flow, Simulation, StopCriteria};
 use std::path::PathBuf;
@@ -64,6 +66,7 @@ pub const MMS_NUMERICS: Numerics = Numerics {
 };
 
 pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
+    let world = World::alone();
     match cmd {
         VerifyCommand::Mms {
             dim,
@@ -99,7 +102,11 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
                 check_interval: 100,
             };
             let rows = study::<f64>(&mms, &sizes, MMS_NUMERICS, |problem| {
-                let (mut backend, _) = make_backend(problem, &spec).map_err(|f| f.message)?;
+                let one = Decomposition::new(problem.layout.dim, problem.layout.n, [1; 3])
+                    .map_err(|e| e.to_string())?;
+                let (mut backend, _) =
+                    make_backend(problem, &spec, &ParallelSpec::default(), one, &world)
+                        .map_err(|f| f.message)?;
                 let mut sim = Simulation::new(stop);
                 let outcome = sim
                     .run(backend.as_mut(), problem.variable_names(), |_| {
@@ -153,12 +160,13 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
             for name in cases {
                 let loaded = LoadedCase::load(&name, &set)?;
                 let dir = out.join(&loaded.case.case.name);
-                summaries.push(execute(Job {
+                summaries.extend(execute(Job {
                     loaded,
                     out: dir,
                     restart: None,
                     mode: Mode::detect(false),
                     interrupt: interrupt.clone(),
+                    world: &world,
                 })?);
             }
             println!(

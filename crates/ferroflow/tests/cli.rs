@@ -189,6 +189,7 @@ fn bad_inputs_exit_2_naming_the_problem_and_create_no_output() {
             "[case]\nname = \"x\"\n\n[numerics]\ncfl = 2.5\n",
         ),
         ("backend.toml", "[backend]\nkind = \"gpu\"\n"),
+        ("blocks.toml", "[parallel]\nblocks = [2, 2, 2]\n"),
     ];
     for (name, text) in files {
         fs::write(dir.join(name), text).unwrap();
@@ -254,6 +255,44 @@ fn bad_inputs_exit_2_naming_the_problem_and_create_no_output() {
         ),
         (&["--restart", "nowhere"], &["--restart nowhere"]),
         (&["--precision", "f16"], &["invalid value 'f16'"]),
+        (
+            &["blocks.toml"],
+            &[
+                "blocks.toml:2:",
+                "parallel.blocks = 3",
+                "one block count per axis",
+            ],
+        ),
+        (
+            &["--blocks", "2,50"],
+            &[
+                "--set parallel.blocks=[2, 50]",
+                "each block owns >= 3 nodes",
+            ],
+        ),
+        (
+            &["--set", "parallel.count=43"],
+            &[
+                "--set parallel.count=43",
+                "a block count the grid can be cut into",
+            ],
+        ),
+        (
+            &[
+                "--set",
+                "parallel.blocks=[2,2]",
+                "--set",
+                "parallel.count=2",
+            ],
+            &[
+                "--set parallel.count=2",
+                "the number of blocks parallel.blocks makes",
+            ],
+        ),
+        (
+            &["--set", "parallel.exchange=fast"],
+            &["parallel.exchange", "expected `peer` or `host`"],
+        ),
     ];
     for (args, expected) in cases {
         let mut cmd = ferroflow(dir);
@@ -270,6 +309,49 @@ fn bad_inputs_exit_2_naming_the_problem_and_create_no_output() {
             !dir.join("out").exists(),
             "{args:?} created the output directory"
         );
+    }
+}
+
+#[test]
+fn decomposed_runs_write_the_fields_of_one_block_bit_for_bit() {
+    let tmp = TempDir::new().unwrap();
+    let common = [
+        "run",
+        "-q",
+        "--set",
+        "grid.nodes=[33,33]",
+        "--set",
+        "numerics.max_iterations=1000",
+        "--set",
+        "output.field_interval=400",
+    ];
+    let runs: [(&str, &[&str]); 3] = [
+        ("one", &[]),
+        ("set", &["--set", "parallel.blocks=[2,2]"]),
+        ("flag", &["--blocks", "3,1", "--threads", "3"]),
+    ];
+    for (out, args) in runs {
+        ferroflow(tmp.path())
+            .args(common)
+            .args(args)
+            .args(["--out", out])
+            .assert()
+            .success();
+    }
+    let one = tmp.path().join("one");
+    for (run, line) in [
+        ("set", "cpu, 4 blocks [2, 2], 1 thread each"),
+        ("flag", "cpu, 3 blocks [3, 1], 1 thread each"),
+    ] {
+        let dir = tmp.path().join(run);
+        // The residual norms are summed in another order: only the fields are bitwise equal.
+        for file in ["fields.vti", "fields_00000401.vti", "centerline_u.csv"] {
+            let (a, b) = (fs::read(one.join(file)), fs::read(dir.join(file)));
+            assert!(a.unwrap() == b.unwrap(), "{run}: {file} differs");
+        }
+        assert_eq!(summary(&dir)["iterations"], 1000);
+        let log = fs::read_to_string(dir.join("run.log")).unwrap();
+        assert!(log.contains(&format!("backend: {line}")), "{log}");
     }
 }
 
