@@ -202,6 +202,16 @@ struct Session<'a, R: Real> {
     resolved: String,
 }
 
+/// A run set up in one process, before anything is written.
+struct Prepared<R: Real> {
+    problem: Problem<R>,
+    backend: Box<dyn Backend<Real = R>>,
+    /// What the backend is, in words.
+    backend_line: String,
+    sim: Simulation,
+    wall_seconds: f64,
+}
+
 /// A file of the output directory could not be written.
 fn write_failure(dir: &Path) -> impl Fn(io::Error) -> Failure + '_ {
     move |e| Failure::runtime(format!("{}: {e}", dir.display()))
@@ -223,8 +233,13 @@ impl<'a, R: Real> Session<'a, R> {
     /// every process.
     fn start(job: &'a Job) -> Result<Session<'a, R>, Failure> {
         let case = &job.loaded.case;
-        let (problem, backend, backend_line, sim, wall_seconds) =
-            job.world.agree(Session::prepare(job))?;
+        let Prepared {
+            problem,
+            backend,
+            backend_line,
+            sim,
+            wall_seconds,
+        } = job.world.agree(Session::prepare(job))?;
         let resolved = case.to_toml();
         let work = || Work {
             names: problem.variable_names(),
@@ -273,26 +288,14 @@ impl<'a, R: Real> Session<'a, R> {
     }
 
     /// The problem on its backend (with the restart's state) and the driver's record.
-    #[allow(clippy::type_complexity)]
-    fn prepare(
-        job: &Job,
-    ) -> Result<
-        (
-            Problem<R>,
-            Box<dyn Backend<Real = R>>,
-            String,
-            Simulation,
-            f64,
-        ),
-        Failure,
-    > {
+    fn prepare(job: &Job) -> Result<Prepared<R>, Failure> {
         let case = &job.loaded.case;
         let stop = case.stop().map_err(|e| job.loaded.invalid(&e))?;
         let problem = case.problem::<R>().map_err(|e| job.loaded.invalid(&e))?;
         let decomposition = case
             .decomposition(job.world.rank_size().1)
             .map_err(|e| job.loaded.invalid(&e))?;
-        let (mut backend, line) = make_backend(
+        let (mut backend, backend_line) = make_backend(
             &problem,
             &case.backend,
             &case.parallel,
@@ -309,7 +312,13 @@ impl<'a, R: Real> Session<'a, R> {
             }
             None => (Simulation::new(stop), 0.0),
         };
-        Ok((problem, backend, line, sim, wall_seconds))
+        Ok(Prepared {
+            problem,
+            backend,
+            backend_line,
+            sim,
+            wall_seconds,
+        })
     }
 
     /// Creates the output directory with the resolved case in it, and the log.

@@ -1,0 +1,183 @@
+//! MPI between processes (feature `mpi`): halos whose neighbour block lives in another
+//! process travel as non-blocking point-to-point messages, sums and broadcasts are MPI
+//! collectives. Values travel in their own precision.
+use crate::transport::{copy_across, Halo, Transport};
+use ferroflow_core::{BackendError, Real};
+use mpi::collective::SystemOperation;
+use mpi::environment::Universe;
+use mpi::request::WaitGuard;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use mpi::{Rank, Tag, Threading};
+use std::any::TypeId;
+use std::rc::Rc;
+
+/// Variables that MPI launchers set in the processes they start: Open MPI, Hydra (MPICH, Intel
+/// MPI), PMIx (Open MPI 5, Slurm).
+const LAUNCHER_VARIABLES: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"];
+
+/// This process's part of an MPI job, and the transport between the job's processes. Clones
+/// share MPI, which is finalised when the last of them is dropped: the program keeps one for
+/// as long as it communicates, the [`crate::Decomposed`] driver another.
+#[derive(Clone)]
+pub struct Mpi {
+    universe: Rc<Universe>,
+    /// Processes on this machine.
+    here: usize,
+    /// Blocks of the decomposition, learned at the first exchange.
+    blocks: Option<usize>,
+}
+
+impl Mpi {
+    /// Initialises MPI and joins the job this process was started in by an MPI launcher
+    /// (`mpirun`, `mpiexec`, `srun`). `None` when it runs alone: started without a launcher,
+    /// in a job of one process, or MPI was initialised before (call this once, at the start).
+    pub fn init() -> Option<Mpi> {
+        // Without a launcher MPI would start a singleton job: slow, and fragile in containers.
+        if !LAUNCHER_VARIABLES
+            .iter()
+            .any(|v| std::env::var_os(v).is_some())
+        {
+            return None;
+        }
+        // Only the main thread calls MPI; compute threads never do.
+        let (universe, _) = mpi::initialize_with_threading(Threading::Funneled)?;
+        let world = universe.world();
+        (world.size() > 1).then(|| Mpi {
+            here: world.split_shared(0).size() as usize,
+            universe: Rc::new(universe),
+            blocks: None,
+        })
+    }
+
+    fn world(&self) -> SimpleCommunicator {
+        self.universe.world()
+    }
+
+    /// This process's number and the number of processes.
+    pub fn rank_size(&self) -> (usize, usize) {
+        let world = self.world();
+        (world.rank() as usize, world.size() as usize)
+    }
+
+    /// Number of processes on this machine, this one included (they share its cores).
+    pub fn here(&self) -> usize {
+        self.here
+    }
+
+    /// Ends every process of the job with exit code `code`: for a failure in one process while
+    /// the others wait for it.
+    pub fn abort(&self, code: u8) -> ! {
+        self.world().abort(code.into())
+    }
+
+    /// Sums `values` over all processes (every process gets the sums).
+    pub fn sum(&self, values: &mut [f64]) {
+        let local = values.to_vec();
+        self.world()
+            .all_reduce_into(&local[..], values, SystemOperation::sum());
+    }
+
+    /// Number of blocks: one more than the largest block number in any process's halos (with
+    /// more than one block every block has a neighbour; with one there are no halos).
+    fn block_count<R>(&self, halos: &[Halo<R>]) -> usize {
+        let local = halos
+            .iter()
+            .map(|h| h.block.max(h.neighbour) as u64 + 1)
+            .max()
+            .unwrap_or(0);
+        let mut count = 0u64;
+        self.world()
+            .all_reduce_into(&local, &mut count, SystemOperation::max());
+        count as usize
+    }
+
+    /// [`Transport::exchange`] in the values' own type.
+    fn exchange_native<R: Real + Equivalence>(
+        &mut self,
+        halos: &mut [Halo<R>],
+    ) -> Result<(), BackendError> {
+        let count = match self.blocks {
+            Some(count) => count,
+            None => *self.blocks.insert(self.block_count(halos)),
+        };
+        let (rank, _) = Mpi::rank_size(self);
+        let peer =
+            |block: usize| Some(Transport::<R>::owner(self, block, count)).filter(|r| *r != rank);
+        for h in 0..halos.len() {
+            if peer(halos[h].neighbour).is_none() {
+                copy_across(halos, h)?;
+            }
+        }
+        let world = self.world();
+        let (mut receives, mut sends) = (Vec::new(), Vec::new());
+        for h in halos.iter_mut() {
+            let Some(r) = peer(h.neighbour) else { continue };
+            let process = world.process_at_rank(r as Rank);
+            let side = h.side as usize;
+            receives.push((process, tag(h.block, side), &mut h.recv[..]));
+            sends.push((process, tag(h.neighbour, side ^ 1), &h.send[..]));
+        }
+        mpi::request::scope(|scope| {
+            let mut pending_receives = Vec::new();
+            let mut pending_sends = Vec::new();
+            for (process, tag, buf) in &mut receives {
+                let request = process.immediate_receive_into_with_tag(scope, &mut **buf, *tag);
+                pending_receives.push(WaitGuard::from(request));
+            }
+            for (process, tag, buf) in &sends {
+                let request = process.immediate_send_with_tag(scope, *buf, *tag);
+                pending_sends.push(WaitGuard::from(request));
+            }
+            // Dropping the guards waits for every request.
+        });
+        Ok(())
+    }
+}
+
+/// Tag of the message that fills side `side` of block `block`: unique per receiving face.
+fn tag(block: usize, side: usize) -> Tag {
+    (6 * block + side) as Tag
+}
+
+/// `values` as the type `T` they are, if `R` is `T`: MPI needs to know whether a generic
+/// [`Real`] is f64 or f32.
+fn concrete<R: 'static, T: 'static>(values: &mut [R]) -> Option<&mut [T]> {
+    // SAFETY: the types are the same, checked at run time.
+    (TypeId::of::<R>() == TypeId::of::<T>())
+        .then(|| unsafe { &mut *(values as *mut [R] as *mut [T]) })
+}
+
+impl<R: Real> Transport<R> for Mpi {
+    fn rank_size(&self) -> (usize, usize) {
+        Mpi::rank_size(self)
+    }
+
+    fn exchange(&mut self, halos: &mut [Halo<R>]) -> Result<(), BackendError> {
+        if let Some(halos) = concrete::<_, Halo<f64>>(halos) {
+            self.exchange_native(halos)
+        } else if let Some(halos) = concrete::<_, Halo<f32>>(halos) {
+            self.exchange_native(halos)
+        } else {
+            unreachable!("Real is f64 or f32")
+        }
+    }
+
+    fn sum(&mut self, values: &mut [f64]) -> Result<(), BackendError> {
+        Mpi::sum(self, values);
+        Ok(())
+    }
+
+    fn broadcast(&mut self, values: &mut [R], root: usize) -> Result<(), BackendError> {
+        let world = self.world();
+        let root = world.process_at_rank(root as Rank);
+        if let Some(values) = concrete::<_, f64>(values) {
+            root.broadcast_into(values);
+        } else if let Some(values) = concrete::<_, f32>(values) {
+            root.broadcast_into(values);
+        } else {
+            unreachable!("Real is f64 or f32")
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,202 @@
+//! `ferroflow run` under Open MPI's `mpirun` (feature `mpi`): the processes of a job write the
+//! fields of one process bit for bit into one output directory, report a failure once with
+//! one exit code, and all stop at a signal that reaches only one of them. Without mpirun the
+//! tests are skipped, unless FERROFLOW_REQUIRE_MPI=1 (CI), where they fail.
+
+/// Whether the MPI tests must run (CI).
+fn required() -> bool {
+    std::env::var("FERROFLOW_REQUIRE_MPI").as_deref() == Ok("1")
+}
+
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn mpi_tests_are_built() {
+    assert!(
+        !required(),
+        "FERROFLOW_REQUIRE_MPI=1, but the tests were built without --features mpi"
+    );
+}
+
+#[cfg(feature = "mpi")]
+mod under_mpirun {
+    use super::required;
+    use assert_cmd::cargo::cargo_bin_cmd;
+    use serde_json::Value;
+    use std::fs;
+    use std::path::Path;
+    use std::process::{Command, Output, Stdio};
+    use std::thread::sleep;
+    use std::time::{Duration, Instant};
+    use tempfile::TempDir;
+
+    /// `mpirun -np NP ferroflow ARGS` in `dir`, or `None` (skip) where there is no mpirun.
+    fn mpirun(dir: &Path, np: usize, args: &[&str]) -> Option<Command> {
+        let found = Command::new("mpirun")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            assert!(
+                !required(),
+                "FERROFLOW_REQUIRE_MPI=1, but mpirun cannot be run"
+            );
+            eprintln!("skipped: no mpirun (Debian: apt-get install openmpi-bin)");
+            return None;
+        }
+        let mut cmd = Command::new("mpirun");
+        // As root too (containers), more processes than cores, shared memory only.
+        cmd.current_dir(dir)
+            .args(["--allow-run-as-root", "--oversubscribe"])
+            .args(["--mca", "btl", "self,vader", "--mca", "pml", "ob1"])
+            .args(["--mca", "btl_vader_single_copy_mechanism", "none"])
+            .args(["-np", &np.to_string(), env!("CARGO_BIN_EXE_ferroflow")])
+            .args(args);
+        Some(cmd)
+    }
+
+    fn summary(dir: &Path) -> Value {
+        serde_json::from_str(&fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+    }
+
+    fn stderr(out: &Output) -> String {
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    #[test]
+    fn processes_write_the_fields_of_one_process_bit_for_bit() {
+        let tmp = TempDir::new().unwrap();
+        let common = [
+            "run",
+            "-q",
+            "--set",
+            "grid.nodes=[33,33]",
+            "--set",
+            "numerics.max_iterations=1000",
+            "--set",
+            "output.field_interval=400",
+            "--set",
+            "output.checkpoint_interval=300",
+        ];
+        // f64 in two processes (one block each), f32 in three with two blocks each.
+        let runs: [(usize, &str, &[&str], &str); 2] = [
+            (
+                2,
+                "f64",
+                &[],
+                "cpu, 2 blocks [1, 2], 1 thread each, over 2 MPI processes",
+            ),
+            (
+                3,
+                "f32",
+                &["--blocks", "3,2"],
+                "cpu, 6 blocks [3, 2], 1 thread each, over 3 MPI processes",
+            ),
+        ];
+        for (np, precision, blocks, line) in runs {
+            let one = format!("{precision}-one");
+            cargo_bin_cmd!("ferroflow")
+                .current_dir(tmp.path())
+                .args(common)
+                .args(["--precision", precision, "--out", &one])
+                .assert()
+                .success();
+            let args = [
+                &common[..],
+                &["--precision", precision, "--out", precision],
+                blocks,
+            ];
+            let Some(mut cmd) = mpirun(tmp.path(), np, &args.concat()) else {
+                return;
+            };
+            let out = cmd.output().unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+            let dir = tmp.path().join(precision);
+            let log = fs::read_to_string(dir.join("run.log")).unwrap();
+            assert!(log.contains(&format!("backend: {line}")), "{log}");
+            assert_eq!(summary(&dir)["iterations"], 1000);
+            for file in ["fields.vti", "fields_00000401.vti", "centerline_v.csv"] {
+                let (a, b) = (
+                    fs::read(tmp.path().join(&one).join(file)),
+                    fs::read(dir.join(file)),
+                );
+                assert!(a.unwrap() == b.unwrap(), "{np} processes: {file} differs");
+            }
+        }
+    }
+
+    #[test]
+    fn a_failure_ends_every_process_with_one_code_and_one_message() {
+        let tmp = TempDir::new().unwrap();
+        // Bad input, seen by every process alike.
+        let args = ["run", "--set", "parallel.count=1", "--out", "out"];
+        let Some(mut cmd) = mpirun(tmp.path(), 2, &args) else {
+            return;
+        };
+        let out = cmd.output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        let message = "at least one block per MPI process";
+        assert_eq!(err.matches(message).count(), 1, "{err}");
+        assert!(!tmp.path().join("out").exists());
+        // A failure of the first process alone: it cannot clear the output directory.
+        fs::create_dir_all(tmp.path().join("out/checkpoint.ffcp")).unwrap();
+        let args = ["run", "--set", "grid.nodes=[17,17]", "--out", "out"];
+        let out = mpirun(tmp.path(), 2, &args).unwrap().output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(
+            err.matches("cannot use output directory").count(),
+            1,
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_signal_to_one_process_stops_all_with_a_checkpoint() {
+        let tmp = TempDir::new().unwrap();
+        let args = [
+            "run",
+            "-q",
+            "--set",
+            "numerics.tolerance=1e-12",
+            "--set",
+            "output.checkpoint_interval=200",
+            "--out",
+            "out",
+        ];
+        let Some(mut cmd) = mpirun(tmp.path(), 2, &args) else {
+            return;
+        };
+        let mut job = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = tmp.path().join("out");
+        let start = Instant::now();
+        while !out.join("checkpoint.ffcp").exists() {
+            assert!(start.elapsed() < Duration::from_secs(60), "no checkpoint");
+            sleep(Duration::from_millis(5));
+        }
+        // mpirun starts the processes as its children; SIGTERM to the last one only.
+        let children = format!("/proc/{0}/task/{0}/children", job.id());
+        let children = fs::read_to_string(children).unwrap();
+        let last = children.split_whitespace().last().expect("a process");
+        let sent = Command::new("kill").args(["-TERM", last]).status().unwrap();
+        assert!(sent.success());
+        let status = loop {
+            if let Some(status) = job.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "no exit after SIGTERM"
+            );
+            sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(130));
+        let s = summary(&out);
+        assert_eq!(s["status"], "interrupted");
+        assert!(out.join("fields.vti").exists());
+    }
+}
