@@ -5,9 +5,9 @@ use crate::Failure;
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, BackendError, Problem, Real};
 use ferroflow_cpu::CpuBackend;
-use ferroflow_cuda::{CudaBackend, CudaOptions, TuneMode};
+use ferroflow_cuda::{CudaBackend, CudaOptions, MultiGpu, MultiGpuOptions, TuneMode};
 use ferroflow_parallel::{Decomposed, InProcess, Transport};
-use ferroflow_solver::case::{BackendKind, BackendSpec, ParallelSpec};
+use ferroflow_solver::case::{BackendKind, BackendSpec, Exchange, ParallelSpec};
 
 /// What the CUDA backend would run on here, or exactly why it cannot run (no driver, no
 /// device, no NVRTC).
@@ -68,11 +68,31 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
         d => d.to_vec(),
     };
     let processes = transport.rank_size().1;
+    if processes == 1 {
+        // One process: the blocks stay on their devices and exchange halos there.
+        let multi = MultiGpuOptions {
+            devices: devices.clone(),
+            exchange: match parallel.exchange {
+                Exchange::Peer => ferroflow_cuda::Exchange::Peer,
+                Exchange::Host => ferroflow_cuda::Exchange::Host,
+            },
+            packing: parallel.packing,
+            overlap: parallel.overlap,
+            cuda: options,
+        };
+        let b = MultiGpu::new(problem, decomposition, &multi)?;
+        let detail = format!(
+            "on devices {devices:?}, {:?} exchange, packing {}, overlap {}",
+            multi.exchange, multi.packing, multi.overlap
+        );
+        let line = cut_line("cuda", b.decomposition(), &detail, processes);
+        return Ok((Box::new(b), line));
+    }
     let b = Decomposed::new(problem, decomposition, transport, |p, e| {
         let device = devices[e.id % devices.len()];
         CudaBackend::new(p, &CudaOptions { device, ..options })
     })?;
-    let detail = format!("on devices {devices:?}");
+    let detail = format!("on devices {devices:?}, staged through the host");
     let line = cut_line("cuda", b.decomposition(), &detail, processes);
     Ok((Box::new(b), line))
 }
