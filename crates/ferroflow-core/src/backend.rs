@@ -17,6 +17,13 @@ pub struct Residuals {
 }
 
 impl Residuals {
+    /// Adds the sums of `other` (another block of the same grid) to these.
+    pub fn add(&mut self, other: &Residuals) {
+        for (t, s) in self.sum_sq.iter_mut().zip(other.sum_sq) {
+            *t += s;
+        }
+    }
+
     /// Root-mean-square residual of each equation.
     pub fn l2(&self) -> Vec<f64> {
         self.sum_sq[..self.equations]

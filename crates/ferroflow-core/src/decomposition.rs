@@ -394,11 +394,11 @@ mod tests {
             for side in Side::ALL {
                 if let Some(nb) = b.neighbours[side as usize] {
                     let other = d.block(nb);
-                    let back = side as usize ^ 1;
-                    assert_eq!(other.neighbours[back], Some(b.id));
+                    let back = side.opposite();
+                    assert_eq!(other.neighbours[back as usize], Some(b.id));
                     let f = Face { side, vars: 5 };
                     let g = Face {
-                        side: Side::ALL[back],
+                        side: back,
                         vars: 5,
                     };
                     assert_eq!(f.len(&b.layout(3)), g.len(&other.layout(3)));

@@ -55,6 +55,11 @@ impl Side {
         self as usize / 2
     }
 
+    /// The side across the block from this one (same axis, other end).
+    pub fn opposite(self) -> Side {
+        Side::ALL[self as usize ^ 1]
+    }
+
     /// Whether the side is at the upper end of its axis.
     pub fn is_high(self) -> bool {
         self as usize % 2 == 1

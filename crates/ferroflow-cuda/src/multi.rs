@@ -225,7 +225,7 @@ impl<R: Real> MultiGpu<R> {
             let next = be.state.next();
             for l in self.links.iter().filter(|l| l.from == id) {
                 let face = Face {
-                    side: opposite(l.side),
+                    side: l.side.opposite(),
                     vars: self.equations,
                 };
                 if self.options.packing {
@@ -313,11 +313,6 @@ impl<R: Real> MultiGpu<R> {
         self.parity = 1 - p;
         Ok(())
     }
-}
-
-/// The side across from `side`.
-fn opposite(side: Side) -> Side {
-    Side::ALL[side as usize ^ 1]
 }
 
 /// The strips inside each interface, as wide as the widest halo, of a block (the nodes its faces send), and
@@ -495,7 +490,7 @@ fn copy_boxes<R: Real>(
         match how {
             BoxCopy::FromDevice(v, sctx, l) => {
                 let theirs = Face {
-                    side: opposite(face.side),
+                    side: face.side.opposite(),
                     vars: face.vars,
                 }
                 .region(&l, var, false);
@@ -551,10 +546,7 @@ impl<R: Real> Backend for MultiGpu<R> {
             ..Default::default()
         };
         for b in &self.blocks {
-            let r = b.backend.residuals()?;
-            for (t, s) in total.sum_sq.iter_mut().zip(r.sum_sq) {
-                *t += s;
-            }
+            total.add(&b.backend.residuals()?);
         }
         Ok(total)
     }

@@ -119,10 +119,7 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
             ..Default::default()
         };
         for (_, b) in &mut self.blocks {
-            let r = b.step(shift[0], norms)?;
-            for (t, s) in total.sum_sq.iter_mut().zip(r.sum_sq) {
-                *t += s;
-            }
+            total.add(&b.step(shift[0], norms)?);
         }
         for (halo, (b, face)) in self.halos.iter_mut().zip(&self.faces) {
             self.blocks[*b].1.pack(face, &mut halo.send)?;

@@ -21,7 +21,7 @@ impl<R> Halo<R> {
     pub fn faces(&self, other: &Halo<R>) -> bool {
         other.block == self.neighbour
             && other.neighbour == self.block
-            && other.side as usize == self.side as usize ^ 1
+            && other.side == self.side.opposite()
     }
 }
 
