@@ -1,8 +1,9 @@
 use crate::{Layout, Real};
+use rayon::prelude::*;
 
 /// Host copy of a block's variables, one array per variable (structure of arrays).
 /// Variable order: `p, u, v[, w][, T]`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Fields<R> {
     /// Memory layout shared by every variable.
     pub layout: Layout,
@@ -10,12 +11,30 @@ pub struct Fields<R> {
     pub vars: Vec<Vec<R>>,
 }
 
+/// Copies in parallel, so that the page faults of a large grid's fresh arrays are spread over
+/// the cores.
+impl<R: Copy + Send + Sync> Clone for Fields<R> {
+    fn clone(&self) -> Fields<R> {
+        let copy = |src: &Vec<R>| {
+            let mut v = Vec::new();
+            src.par_iter().copied().collect_into_vec(&mut v);
+            v
+        };
+        Fields {
+            layout: self.layout,
+            vars: self.vars.iter().map(copy).collect(),
+        }
+    }
+}
+
 impl<R: Real> Fields<R> {
     /// `count` variables, all zero.
     pub fn zeros(layout: Layout, count: usize) -> Fields<R> {
         Fields {
             layout,
-            vars: vec![vec![R::zero(); layout.len]; count],
+            // One zeroed allocation each (`vec![v; n]` would copy the first into the others,
+            // touching every page of a large grid once more).
+            vars: (0..count).map(|_| vec![R::zero(); layout.len]).collect(),
         }
     }
 

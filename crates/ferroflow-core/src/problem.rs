@@ -97,7 +97,7 @@ pub struct Energy {
 
 /// Everything a backend needs to iterate one block.
 #[derive(Debug, Clone)]
-pub struct Problem<R> {
+pub struct Problem<R: Real> {
     /// Grid layout (2D or 3D, nodes per axis).
     pub layout: Layout,
     /// Node spacing per axis (m); unused axes hold 1.

@@ -374,6 +374,23 @@ fn enable_peer_pair(a: &Device, b: &Device) -> Result<bool, BackendError> {
         {
             r.result().check("enabling peer access")?;
         }
+        // Buffers come from the stream-ordered allocator (the device's default memory pool),
+        // which peer access alone does not open: without this the driver stages every copy
+        // through the host.
+        let mut pool = std::ptr::null_mut();
+        sys::cuDeviceGetDefaultMemPool(&mut pool, cb.cu_device())
+            .result()
+            .check("finding a memory pool")?;
+        let access = sys::CUmemAccessDesc {
+            location: sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: ca.cu_device(),
+            },
+            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        sys::cuMemPoolSetAccess(pool, &access, 1)
+            .result()
+            .check("opening a memory pool to a peer")?;
     }
     Ok(true)
 }

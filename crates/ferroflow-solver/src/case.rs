@@ -263,7 +263,7 @@ impl Default for ParallelSpec {
             count: 0,
             devices: Vec::new(),
             exchange: Exchange::Peer,
-            packing: true,
+            packing: false,
             overlap: true,
         }
     }

@@ -62,9 +62,9 @@ pub struct BenchArgs {
     /// How GPU halos travel: device to device, or staged through pinned host memory.
     #[arg(long, default_value = "peer", value_parser = ["peer", "host"])]
     exchange: String,
-    /// Copy GPU faces as strided boxes instead of packing them.
+    /// Pack GPU faces into contiguous buffers (default: copy them as strided boxes).
     #[arg(long)]
-    no_packing: bool,
+    packing: bool,
     /// Do not compute interior nodes while GPU halos travel.
     #[arg(long)]
     no_overlap: bool,
@@ -197,7 +197,7 @@ fn backend<R: Real>(
         let multi = MultiGpuOptions {
             devices: devices(args),
             exchange: exchange(args),
-            packing: !args.no_packing,
+            packing: args.packing,
             overlap: !args.no_overlap,
             cuda: options,
         };

@@ -199,7 +199,7 @@ impl OutputDir {
 }
 
 /// What a run did, for its result files.
-pub struct RunRecord<'a, R> {
+pub struct RunRecord<'a, R: Real> {
     pub case: &'a Case,
     pub problem: &'a Problem<R>,
     pub sim: &'a Simulation,
