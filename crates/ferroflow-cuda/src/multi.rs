@@ -376,7 +376,18 @@ fn enable_peer_pair(a: &Device, b: &Device) -> Result<bool, BackendError> {
         }
         // Buffers come from the stream-ordered allocator (the device's default memory pool),
         // which peer access alone does not open: without this the driver stages every copy
-        // through the host.
+        // through the host. (Devices without pools allocate plainly; nothing to open.)
+        let mut pools = 0;
+        sys::cuDeviceGetAttribute(
+            &mut pools,
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+            cb.cu_device(),
+        )
+        .result()
+        .check("querying memory pools")?;
+        if pools == 0 {
+            return Ok(true);
+        }
         let mut pool = std::ptr::null_mut();
         sys::cuDeviceGetDefaultMemPool(&mut pool, cb.cu_device())
             .result()
