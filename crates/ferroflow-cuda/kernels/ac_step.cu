@@ -2,12 +2,16 @@
 // formulas, same operation order). One pass over memory per pseudo-time iteration reads the
 // current state and writes the interior nodes of the next one; wall nodes and ghosts are left
 // to boundary.cu. A launch covers the box of nodes `r` (all interior nodes, or a part of them
-// when a decomposed block computes the nodes its neighbours need first). A thread updates MARCH consecutive nodes along the last axis (j in 2D, k in
-// 3D), marching up it with the values along that axis in registers. When `norms` is set, each
+// when a decomposed block computes the nodes its neighbours need first). A thread updates
+// MARCH consecutive nodes along the last axis (j in 2D, k in 3D), marching up it with the
+// values along that axis in registers. With TILE (3D, thread blocks one node deep), the block
+// also keeps the k-plane it is at in shared memory, so that each value of the plane is read
+// from memory (the L2 cache, mostly) once instead of once per neighbour that reads it. When `norms` is set, each
 // block writes its residual sums to `partials` (partials[e * blocks + block]) for reduce.cu to
 // add up in a fixed order. The template switches SRC (source terms) and ENERGY (temperature T
-// after the velocity, its transport and its buoyancy in the momentum equations) make four entry
-// points; without them the code is that of the flow alone.
+// after the velocity, its transport and its buoyancy in the momentum equations) make four
+// entry points, of which a build holds the one WITH_SOURCE and WITH_ENERGY select; without
+// them the code is that of the flow alone.
 #include "ac_formulas.cuh"
 
 #define BLOCK_THREADS (BLOCK_X * BLOCK_Y * BLOCK_Z)
@@ -16,10 +20,15 @@
 static_assert(DIM == 2 || DIM == 3, "DIM is 2 or 3");
 static_assert(DIM == 3 || BLOCK_Z == 1, "2D thread blocks are flat");
 static_assert(MARCH >= 1, "a thread updates at least one node");
+static_assert(!TILE || (DIM == 3 && BLOCK_Z == 1), "plane tiles are for flat 3D thread blocks");
 
 // The axis a thread marches along: the last one, whose neighbours are a row (2D) or a plane
 // (3D) away, so the ones it keeps in registers are those the caches serve worst.
 #define MARCH_AXIS (DIM - 1)
+
+// How far the stencil reaches along an axis: p's fourth difference, two nodes each way (the
+// other variables reach one).
+#define REACH 2
 
 // Per-run constants in the run's precision: ferroflow-core's Coefficients, field for field
 // (tests/mirror.rs checks the order).
@@ -53,6 +62,12 @@ struct Queue {
     real_t q[DIM + 1][3];  // the velocity components and T at -1 .. +1
 };
 
+// The values a queue takes in when it moves one node up: p two nodes ahead, the others one.
+struct Heads {
+    real_t p;
+    real_t q[DIM + 1];
+};
+
 // Loads the queue for the node at offset `o`; `s` is the march axis' stride.
 template <bool ENERGY>
 __device__ __forceinline__ void queue_fill(Queue& z, const Vars& cur, idx_t o, idx_t s) {
@@ -61,47 +76,154 @@ __device__ __forceinline__ void queue_fill(Queue& z, const Vars& cur, idx_t o, i
         for (int l = 0; l < 3; ++l) z.q[m][l] = load(cur.v[1 + m], o + (l - 1) * s);
 }
 
-// Moves the queue one node up the march axis; `o` is the offset of the new node.
+// Loads the heads for moving the queue to the node at offset `o`.
 template <bool ENERGY>
-__device__ __forceinline__ void queue_shift(Queue& z, const Vars& cur, idx_t o, idx_t s) {
+__device__ __forceinline__ Heads heads_load(const Vars& cur, idx_t o, idx_t s) {
+    Heads h;
+    h.p = load(cur.v[0], o + 2 * s);
+    for (int m = 0; m < DIM + ENERGY; ++m) h.q[m] = load(cur.v[1 + m], o + s);
+    return h;
+}
+
+// Moves the queue one node up the march axis, taking in `h`.
+template <bool ENERGY>
+__device__ __forceinline__ void queue_push(Queue& z, const Heads& h) {
     for (int l = 0; l < 4; ++l) z.p[l] = z.p[l + 1];
-    z.p[4] = load(cur.v[0], o + 2 * s);
+    z.p[4] = h.p;
     for (int m = 0; m < DIM + ENERGY; ++m) {
         z.q[m][0] = z.q[m][1];
         z.q[m][1] = z.q[m][2];
-        z.q[m][2] = load(cur.v[1 + m], o + s);
+        z.q[m][2] = h.q[m];
     }
 }
 
-// Value of variable `v` (0 = p) at offset `o + l * stride[d]`, from the queue along the march
-// axis.
-__device__ __forceinline__ real_t at(const Vars& cur, const Queue& z, const Grid& g, int v, int d,
-                                     idx_t o, int l) {
-    if (d == MARCH_AXIS) return v == 0 ? z.p[2 + l] : z.q[v - 1][1 + l];
-    // stride[0] is 1 (Layout): written as a constant, the x neighbours are immediate offsets
-    // from the node's address instead of products computed at run time.
-    return load(cur.v[v], o + l * (d == 0 ? 1 : g.stride[d]));
+// Variable `v` at `l` nodes along the march axis, from the queue.
+__device__ __forceinline__ real_t queued(const Queue& z, int v, int l) {
+    return v == 0 ? z.p[2 + l] : z.q[v - 1][1 + l];
 }
 
+// Neighbours of the node at offset `o`: along the march axis from the queue, along the others
+// from the current state in memory (through the caches).
+struct FromMemory {
+    const Vars& cur;
+    const Grid& g;
+    const Queue& z;
+    idx_t o;
+
+    // Variable `v` at `l` nodes along axis `d`.
+    __device__ __forceinline__ real_t at(int v, int d, int l) const {
+        if (d == MARCH_AXIS) return queued(z, v, l);
+        // stride[0] is 1 (Layout): written as a constant, the x neighbours are immediate
+        // offsets from the node's address instead of products computed at run time.
+        return load(cur.v[v], o + l * (d == 0 ? 1 : g.stride[d]));
+    }
+};
+
+#if TILE
+// A block's k-plane in shared memory: its BLOCK_X × BLOCK_Y nodes and REACH more on each
+// side, per variable.
+#define TILE_W (BLOCK_X + 2 * REACH)
+#define TILE_H (BLOCK_Y + 2 * REACH)
+typedef real_t Plane[TILE_H][TILE_W];
+
+// Neighbours of the node at (x, y) of the plane tile: along k from the queue, in the plane
+// from the tile.
+struct FromTile {
+    const Plane* t;
+    const Queue& z;
+    int x, y;
+
+    __device__ __forceinline__ real_t at(int v, int d, int l) const {
+        if (d == MARCH_AXIS) return queued(z, v, l);
+        return d == 0 ? t[v][y][x + l] : t[v][y + l][x];
+    }
+};
+
+// Cell `h` of the ring W nodes deep around the tile's nodes, as offsets from its first node:
+// the columns left and right of them first, then the rows below and above (no corners: the
+// stencil has no cross terms).
+template <int W>
+__device__ __forceinline__ void ring_cell(int h, int& di, int& dj) {
+    constexpr int COLUMN = W * BLOCK_Y;
+    if (h < 2 * COLUMN) {
+        const int side = h / COLUMN, rem = h % COLUMN;
+        dj = rem / W;
+        di = side ? BLOCK_X + rem % W : rem % W - W;
+    } else {
+        h -= 2 * COLUMN;
+        constexpr int ROW = W * BLOCK_X;
+        const int side = h / ROW, rem = h % ROW;
+        di = rem % BLOCK_X;
+        dj = side ? BLOCK_Y + rem / BLOCK_X : rem / BLOCK_X - W;
+    }
+}
+
+// The ring around a tile: REACH nodes deep for p, one for the other variables, as one list
+// that the block's threads share out, RING_ITEMS per thread.
+template <bool ENERGY>
+struct Ring {
+    static constexpr int P_CELLS = 2 * REACH * (BLOCK_X + BLOCK_Y);
+    static constexpr int Q_CELLS = 2 * (BLOCK_X + BLOCK_Y);
+    static constexpr int CELLS = P_CELLS + (DIM + ENERGY) * Q_CELLS;
+    static constexpr int PER_THREAD = (CELLS + BLOCK_THREADS - 1) / BLOCK_THREADS;
+};
+
+// One ring cell a thread loads at every plane: its address at the first plane (null when no
+// node of the box reads it) and its place in the tiles.
+struct RingItem {
+    const real_t* at;
+    int cell;
+};
+
+// Item `n` of thread `t`: ring cell t + n * BLOCK_THREADS of the block whose first node is
+// (i0, j0, k0).
+template <bool ENERGY>
+__device__ __forceinline__ RingItem ring_item(const Vars& cur, const Grid& g, const Region& r,
+                                              idx_t i0, idx_t j0, idx_t k0, int t, int n) {
+    typedef Ring<ENERGY> R;
+    RingItem item = {nullptr, 0};
+    const int c = t + n * BLOCK_THREADS;
+    if (c >= R::CELLS) return item;
+    int v, w, di, dj;
+    if (c < R::P_CELLS) {
+        v = 0;
+        w = REACH;
+        ring_cell<REACH>(c, di, dj);
+    } else {
+        v = 1 + (c - R::P_CELLS) / R::Q_CELLS;
+        w = 1;
+        ring_cell<1>((c - R::P_CELLS) % R::Q_CELLS, di, dj);
+    }
+    const idx_t i = i0 + di, j = j0 + dj;
+    if (i < r.hi[0] + w && j < r.hi[1] + w) {
+        item.at = cur.v[v] + node_offset(g, i, j, k0);
+        item.cell = (v * TILE_H + REACH + dj) * TILE_W + REACH + di;
+    }
+    return item;
+}
+#endif
+
 // Convection u.grad(q) and Laplacian of the transported variable `v` (a velocity component or
-// T) at offset `o`, where it is `centre`: the twin of `transport` in step.rs.
-__device__ __forceinline__ void transport(const Coeffs& c, const Grid& g, const Vars& cur,
-                                          const Queue& z, int v, idx_t o, const real_t vel[DIM],
-                                          real_t centre, real_t& conv, real_t& lap) {
+// T), which is `centre` at the node: the twin of `transport` in step.rs.
+template <class N>
+__device__ __forceinline__ void transport(const Coeffs& c, const N& nb, int v,
+                                          const real_t vel[DIM], real_t centre, real_t& conv,
+                                          real_t& lap) {
     conv = 0;
     lap = 0;
     for (int d = 0; d < DIM; ++d) {
-        const real_t lo = at(cur, z, g, v, d, o, -1), hi = at(cur, z, g, v, d, o, 1);
+        const real_t lo = nb.at(v, d, -1), hi = nb.at(v, d, 1);
         conv = conv + vel[d] * central_difference(lo, hi, c.inv_2h[d]);
         lap = lap + second_difference(lo, centre, hi, c.inv_h2[d]);
     }
 }
 
-// Updates the node at offset `o` into `next` and, if `norms`, adds its squared residuals.
-template <bool SRC, bool ENERGY>
-__device__ __forceinline__ void update_node(const Coeffs& c, const Grid& g, const Vars& cur,
-                                            const Queue& z, const Vars& next, const Vars& src,
-                                            idx_t o, real_t p_shift, int norms,
+// Updates the node at offset `o`, whose queue is `z` and neighbours `nb`, into `next` and, if
+// `norms`, adds its squared residuals.
+template <bool SRC, bool ENERGY, class N>
+__device__ __forceinline__ void update_node(const Coeffs& c, const N& nb, const Queue& z,
+                                            const Vars& next, const Vars& src, idx_t o,
+                                            real_t p_shift, int norms,
                                             double sums[MAX_EQUATIONS]) {
     real_t vel[DIM];
     real_t speed2 = 0;
@@ -117,12 +239,10 @@ __device__ __forceinline__ void update_node(const Coeffs& c, const Grid& g, cons
         const real_t lh = lam * c.inv_h[d];
         sum_lh = sum_lh + lh;
         sum_l2 = sum_l2 + lam * lam;
-        const real_t d4 = fourth_difference(at(cur, z, g, 0, d, o, -2), at(cur, z, g, 0, d, o, -1),
-                                            pc, at(cur, z, g, 0, d, o, 1),
-                                            at(cur, z, g, 0, d, o, 2));
+        const real_t d4 = fourth_difference(nb.at(0, d, -2), nb.at(0, d, -1), pc,
+                                            nb.at(0, d, 1), nb.at(0, d, 2));
         diss = diss + lh * d4;
-        div = div + central_difference(at(cur, z, g, 1 + d, d, o, -1),
-                                       at(cur, z, g, 1 + d, d, o, 1), c.inv_2h[d]);
+        div = div + central_difference(nb.at(1 + d, d, -1), nb.at(1 + d, d, 1), c.inv_2h[d]);
     }
     const real_t rate = time_step_rate(sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
     const real_t dt = c.cfl / rate;
@@ -138,9 +258,8 @@ __device__ __forceinline__ void update_node(const Coeffs& c, const Grid& g, cons
     const real_t tc = ENERGY ? z.q[DIM][1] : (real_t)0;
     for (int m = 0; m < DIM; ++m) {
         real_t conv, lap;
-        transport(c, g, cur, z, 1 + m, o, vel, vel[m], conv, lap);
-        const real_t grad_p =
-            central_difference(at(cur, z, g, 0, m, o, -1), at(cur, z, g, 0, m, o, 1), c.inv_2h[m]);
+        transport(c, nb, 1 + m, vel, vel[m], conv, lap);
+        const real_t grad_p = central_difference(nb.at(0, m, -1), nb.at(0, m, 1), c.inv_2h[m]);
         real_t r = c.nu * lap - conv - grad_p * c.inv_rho;
         if (ENERGY) r = r + buoyancy(c.buoyancy[m], tc, c.t_ref);
         if (SRC) r = r + load(src.v[1 + m], o);
@@ -149,7 +268,7 @@ __device__ __forceinline__ void update_node(const Coeffs& c, const Grid& g, cons
     }
     if (ENERGY) {
         real_t conv, lap;
-        transport(c, g, cur, z, 1 + DIM, o, vel, tc, conv, lap);
+        transport(c, nb, 1 + DIM, vel, tc, conv, lap);
         real_t r = c.alpha * lap - conv;
         if (SRC) r = r + load(src.v[1 + DIM], o);
         if (norms) sums[1 + DIM] += (double)r * (double)r;
@@ -157,6 +276,21 @@ __device__ __forceinline__ void update_node(const Coeffs& c, const Grid& g, cons
     }
 }
 
+// Writes block b's residual sums to `partials`; every thread of the block must call it.
+template <bool ENERGY>
+__device__ __forceinline__ void block_norms(const double sums[MAX_EQUATIONS], double* partials,
+                                            double* scratch, int t) {
+    const idx_t blocks = (idx_t)gridDim.x * gridDim.y * gridDim.z;
+    const idx_t b = blockIdx.x + (idx_t)gridDim.x * (blockIdx.y + (idx_t)gridDim.y * blockIdx.z);
+#pragma unroll
+    for (int e = 0; e < 1 + DIM + ENERGY; ++e) {
+        const double total = block_sum(sums[e], scratch, t, BLOCK_THREADS);
+        if (t == 0) partials[e * blocks + b] = total;
+    }
+}
+
+#if !TILE
+// Each thread marches up its own column; in-plane neighbours come through the caches.
 template <bool SRC, bool ENERGY>
 __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const Vars& cur,
                                            const Vars& next, const Vars& src, const Region& r,
@@ -172,7 +306,6 @@ __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const
     // The reference pressure of the current state (of the whole grid, for a block of a
     // decomposed one), read here so that the host never waits.
     const real_t p_shift = __ldg(shift);
-    const int equations = 1 + DIM + ENERGY;
     double sums[MAX_EQUATIONS];
     for (int e = 0; e < MAX_EQUATIONS; ++e) sums[e] = 0;
     if (ijk[0] < r.hi[0] && ijk[1] < r.hi[1] && (DIM == 2 || ijk[2] < r.hi[2])) {
@@ -184,30 +317,112 @@ __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const
             if (m > 0) {
                 if (ijk[MARCH_AXIS] + m >= r.hi[MARCH_AXIS]) break;
                 o += s;
-                queue_shift<ENERGY>(z, cur, o, s);
+                queue_push<ENERGY>(z, heads_load<ENERGY>(cur, o, s));
             }
-            update_node<SRC, ENERGY>(c, g, cur, z, next, src, o, p_shift, norms, sums);
+            update_node<SRC, ENERGY>(c, FromMemory{cur, g, z, o}, z, next, src, o, p_shift,
+                                     norms, sums);
         }
     }
-    if (norms) {
-        const idx_t blocks = (idx_t)gridDim.x * gridDim.y * gridDim.z;
-        const idx_t b = blockIdx.x + (idx_t)gridDim.x * (blockIdx.y + (idx_t)gridDim.y * blockIdx.z);
-        for (int e = 0; e < equations; ++e) {
-            const double total = block_sum(sums[e], scratch, t, BLOCK_THREADS);
-            if (t == 0) partials[e * blocks + b] = total;
-        }
-    }
+    if (norms) block_norms<ENERGY>(sums, partials, scratch, t);
 }
+#else
+// The block marches up k one plane at a time: each thread puts its node of the plane (the
+// centre of its queue) into the tile, the ring around the tile comes from memory, and after a
+// barrier every thread reads its in-plane neighbours from the tile. The next plane's values
+// are loaded before the update of the current one and stored into the other tile after it,
+// so their loads overlap the arithmetic; a tile is refilled one plane after it was read, past
+// the barrier that ends that plane, so one barrier per plane suffices.
+template <bool SRC, bool ENERGY>
+__device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const Vars& cur,
+                                           const Vars& next, const Vars& src, const Region& r,
+                                           const real_t* shift, double* partials, int norms) {
+    constexpr int VARS = 1 + DIM + ENERGY;
+    constexpr int ITEMS = Ring<ENERGY>::PER_THREAD;
+    __shared__ Plane tiles[2][VARS];
+    __shared__ double scratch[BLOCK_THREADS];
+    const int t = threadIdx.x + BLOCK_X * threadIdx.y;
+    const idx_t i0 = (idx_t)blockIdx.x * BLOCK_X + r.lo[0];
+    const idx_t j0 = (idx_t)blockIdx.y * BLOCK_Y + r.lo[1];
+    const idx_t k0 = (idx_t)blockIdx.z * MARCH + r.lo[2];
+    const idx_t i = i0 + threadIdx.x, j = j0 + threadIdx.y;
+    const bool computes = i < r.hi[0] && j < r.hi[1];
+    // Threads just past the box still carry their column: the nodes of the box read it.
+    const bool carries = i < r.hi[0] + REACH && j < r.hi[1] + REACH;
+    const real_t p_shift = __ldg(shift);
+    double sums[MAX_EQUATIONS];
+    for (int e = 0; e < MAX_EQUATIONS; ++e) sums[e] = 0;
+    const idx_t s = g.stride[2];
+    const idx_t k_end = k0 + MARCH < r.hi[2] ? k0 + MARCH : r.hi[2];
+    const int centre = REACH * TILE_W + REACH + threadIdx.x + TILE_W * threadIdx.y;
+    RingItem items[ITEMS];
+    real_t ring[ITEMS];
+#pragma unroll
+    for (int n = 0; n < ITEMS; ++n) {
+        items[n] = ring_item<ENERGY>(cur, g, r, i0, j0, k0, t, n);
+        if (items[n].at) ring[n] = __ldg(items[n].at);
+    }
+    idx_t o = node_offset(g, i, j, k0);
+    Queue z;
+    if (carries) queue_fill<ENERGY>(z, cur, o, s);
+    // Puts plane `k`'s values (the queue's centres and `ring`) into `tile`.
+    auto store = [&](real_t* tile) {
+        if (carries) {
+            tile[centre] = z.p[2];
+            for (int v = 1; v < VARS; ++v) tile[v * TILE_H * TILE_W + centre] = z.q[v - 1][1];
+        }
+#pragma unroll
+        for (int n = 0; n < ITEMS; ++n)
+            if (items[n].at) tile[items[n].cell] = ring[n];
+    };
+    store(&tiles[0][0][0][0]);
+    __syncthreads();
+    for (idx_t k = k0; k < k_end; ++k, o += s) {
+        const int b = (k - k0) & 1;
+        const bool more = k + 1 < k_end;
+        Heads h;
+        if (more) {
+            const idx_t dk = (k + 1 - k0) * s;
+#pragma unroll
+            for (int n = 0; n < ITEMS; ++n)
+                if (items[n].at) ring[n] = __ldg(items[n].at + dk);
+            if (carries) h = heads_load<ENERGY>(cur, o + s, s);
+        }
+        if (computes)
+            update_node<SRC, ENERGY>(c, FromTile{tiles[b], z, REACH + (int)threadIdx.x,
+                                                 REACH + (int)threadIdx.y},
+                                     z, next, src, o, p_shift, norms, sums);
+        if (more) {
+            if (carries) queue_push<ENERGY>(z, h);
+            store(&tiles[b ^ 1][0][0][0]);
+        }
+        __syncthreads();
+    }
+    if (norms) block_norms<ENERGY>(sums, partials, scratch, t);
+}
+#endif
+
+// With MIN_BLOCKS, the compiler caps the registers per thread so that an SM holds that many
+// blocks at once.
+#if MIN_BLOCKS > 0
+#define BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS)
+#else
+#define BOUNDS __launch_bounds__(BLOCK_THREADS)
+#endif
 
 // Every entry point takes the same arguments; `src` is unused without a source term.
 #define AC_STEP_ENTRY(name, SRC, ENERGY)                                                          \
-    extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)                                   \
+    extern "C" __global__ void BOUNDS                                                             \
         name(const Coeffs c, const Grid g, const Vars cur, const Vars next, const Vars src,      \
              const Region r, const real_t* shift, double* partials, const int norms) {           \
         step_block<SRC, ENERGY>(c, g, cur, next, src, r, shift, partials, norms);                \
     }
 
-AC_STEP_ENTRY(ac_step, false, false)
-AC_STEP_ENTRY(ac_step_src, true, false)
-AC_STEP_ENTRY(ac_step_energy, false, true)
+#if WITH_ENERGY && WITH_SOURCE
 AC_STEP_ENTRY(ac_step_energy_src, true, true)
+#elif WITH_ENERGY
+AC_STEP_ENTRY(ac_step_energy, false, true)
+#elif WITH_SOURCE
+AC_STEP_ENTRY(ac_step_src, true, false)
+#else
+AC_STEP_ENTRY(ac_step, false, false)
+#endif

@@ -6,11 +6,12 @@
 #include "ac_formulas.cuh"
 
 // Thread f of block row `side` (0 = low, 1 = high) handles face node (lo1 + f % count1,
-// lo2 + f / count1) along the tangential axes (axis + 1) % 3 and (axis + 2) % 3: pressure at
-// the wall node and its GHOST ghosts, each extrapolated from the three nodes inside it (wall
-// velocities are fixed data). Bit s of `walls` says whether side s is a wall, bit s of
-// `adiabatic` whether T (the array `t`, null without the energy equation) has zero normal
-// gradient there: the wall value from the two nodes inside, the ghosts mirroring them.
+// lo2 + f / count1) along the two tangential axes in increasing order (x, y or z first), so
+// that neighbouring threads of a y or z wall read neighbouring nodes: pressure at the wall node
+// and its GHOST ghosts, each extrapolated from the three nodes inside it (wall velocities are
+// fixed data). Bit s of `walls` says whether side s is a wall, bit s of `adiabatic` whether T
+// (the array `t`, null without the energy equation) has zero normal gradient there: the wall
+// value from the two nodes inside, the ghosts mirroring them.
 extern "C" __global__ void fill_walls(real_t* p, real_t* t, const Grid g, const int axis,
                                       const int walls, const int adiabatic, const idx_t lo1,
                                       const idx_t count1, const idx_t lo2, const idx_t count2) {
@@ -22,15 +23,20 @@ extern "C" __global__ void fill_walls(real_t* p, real_t* t, const Grid g, const 
     const idx_t stride = axis == 0 ? g.stride[0] : axis == 1 ? g.stride[1] : g.stride[2];
     const idx_t wall = side ? n - 1 : 0;
     const idx_t x1 = lo1 + f % count1, x2 = lo2 + f / count1;
-    const idx_t i = axis == 0 ? wall : axis == 1 ? x2 : x1;
-    const idx_t j = axis == 1 ? wall : axis == 2 ? x2 : x1;
-    const idx_t k = axis == 2 ? wall : axis == 0 ? x2 : x1;
+    const idx_t i = axis == 0 ? wall : x1;
+    const idx_t j = axis == 1 ? wall : axis == 0 ? x1 : x2;
+    const idx_t k = axis == 2 ? wall : x2;
     const idx_t o = node_offset(g, i, j, k);
     const idx_t inward = side ? -stride : stride;
-    // Outward, layer by layer: each layer reads the one just written.
+    // Outward, layer by layer, each layer from the three inside it: the values just computed
+    // stay in registers instead of being read back.
+    real_t in[3] = {p[o + inward], p[o + 2 * inward], p[o + 3 * inward]};
     for (int layer = 0; layer <= GHOST; ++layer) {
-        const idx_t w = o - layer * inward;
-        p[w] = extrapolate_quadratic(p[w + inward], p[w + 2 * inward], p[w + 3 * inward]);
+        const real_t w = extrapolate_quadratic(in[0], in[1], in[2]);
+        p[o - layer * inward] = w;
+        in[2] = in[1];
+        in[1] = in[0];
+        in[0] = w;
     }
     if (t && ((adiabatic >> side) & 1)) {
         t[o] = extrapolate_zero_gradient(t[o + inward], t[o + 2 * inward]);

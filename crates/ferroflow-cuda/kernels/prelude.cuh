@@ -1,7 +1,9 @@
 // Types, layouts and helpers shared by every kernel, in the common subset of CUDA and HIP C++.
 // The host (src/compile.rs) passes the specialisation as -D macros:
 //   REAL, GHOST                                    every kernel: float | double; ghost layers
-//   DIM, BLOCK_X, BLOCK_Y, BLOCK_Z, MARCH          ac_step.cu: dimension and launch shape
+//   DIM, BLOCK_X, BLOCK_Y, BLOCK_Z, MARCH, TILE    ac_step.cu: dimension and launch shape
+//   MIN_BLOCKS                                     ac_step.cu: blocks per SM to fit (0: any)
+//   WITH_SOURCE, WITH_ENERGY                       ac_step.cu: which entry point (0 | 1)
 //   REDUCE_THREADS                                 reduce.cu: threads per block
 // The structs below are mirrored field by field by #[repr(C)] structs in src/launch.rs.
 #ifndef FERROFLOW_PRELUDE_CUH

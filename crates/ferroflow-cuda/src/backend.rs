@@ -3,7 +3,7 @@
 //! computed and copied back only for the last iteration of each `advance` call. Iterations
 //! before it are replayed from CUDA graphs, which removes most of the launch overhead that
 //! dominates on small grids.
-use crate::compile::{Build, Precision, Program};
+use crate::compile::{Build, Precision, Program, Variant};
 use crate::device::{Check, Device, GIB};
 use crate::launch::{
     BoundaryKernel, Coeffs, Grid, HaloKernel, ReduceKernel, Region, StepArgs, StepKernel,
@@ -101,11 +101,11 @@ impl<R: Real> CudaBackend<R> {
             precision,
             fmad: options.fmad,
         };
-        let boundary_ptx = device.compile(&build(Program::Boundary))?;
+        let boundary_cubin = device.compile(&build(Program::Boundary))?;
         let boundary =
-            BoundaryKernel::new(device.load(boundary_ptx.clone(), "fill_walls")?, problem);
+            BoundaryKernel::new(device.load(boundary_cubin.clone(), "fill_walls")?, problem);
         let halo = HaloKernel {
-            function: device.load(boundary_ptx, "halo_box")?,
+            function: device.load(boundary_cubin, "halo_box")?,
         };
         let reduce = ReduceKernel {
             function: device.load(device.compile(&build(Program::Reduce))?, "reduce_sums")?,
@@ -124,8 +124,7 @@ impl<R: Real> CudaBackend<R> {
             layout,
             precision,
             fmad: options.fmad,
-            source: problem.source.is_some(),
-            energy: problem.energy.is_some(),
+            variant: Variant::new(problem.source.is_some(), problem.energy.is_some()),
             args: &args,
             cur: state.cur(),
             next: state.next(),

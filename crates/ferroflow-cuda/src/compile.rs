@@ -1,11 +1,15 @@
-//! Kernel sources (`kernels/*.cu`, embedded) and their compilation to PTX with NVRTC, with the
-//! real type, the dimension and the launch shape as `-D` macros.
+//! Kernel sources (`kernels/*.cu`, embedded) and their compilation with NVRTC, with the real
+//! type, the dimension, the launch shape and the entry point as `-D` macros. NVRTC compiles
+//! down to machine code (a cubin) for the device's architecture: the driver then loads it as
+//! is, instead of compiling PTX one module at a time, and tuning compiles its candidates on
+//! all cores.
 use crate::launch::LaunchShape;
 use crate::tune;
-use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions};
+use cudarc::nvrtc::{result, sys};
 use ferroflow_core::{BackendError, Real, GHOST};
 use serde::{Deserialize, Serialize};
 use std::any::TypeId;
+use std::ffi::{CStr, CString};
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -63,17 +67,53 @@ impl Precision {
     }
 }
 
+/// Which entry point of `ac_step.cu` a build holds: with or without source terms and the
+/// energy equation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variant {
+    /// Source terms (manufactured solutions).
+    pub source: bool,
+    /// The energy equation.
+    pub energy: bool,
+}
+
+impl Variant {
+    /// Every entry point.
+    pub const ALL: [Variant; 4] = [
+        Variant::new(false, false),
+        Variant::new(true, false),
+        Variant::new(false, true),
+        Variant::new(true, true),
+    ];
+
+    /// The entry point with or without source terms and the energy equation.
+    pub const fn new(source: bool, energy: bool) -> Variant {
+        Variant { source, energy }
+    }
+
+    /// The entry point's name.
+    pub fn entry(self) -> &'static str {
+        match (self.energy, self.source) {
+            (false, false) => "ac_step",
+            (false, true) => "ac_step_src",
+            (true, false) => "ac_step_energy",
+            (true, true) => "ac_step_energy_src",
+        }
+    }
+}
+
 /// One NVRTC program: a file of `kernels/` (the file stem names it) with its specialisation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Program {
-    /// `ac_step.cu`: the fused interior pass (`ac_step`, `ac_step_src`, `ac_step_energy`,
-    /// `ac_step_energy_src`) for one dimension and
-    /// launch shape.
+    /// `ac_step.cu`: the fused interior pass, one entry point for one dimension and launch
+    /// shape.
     AcStep {
         /// 2 or 3.
         dim: usize,
         /// Launch shape.
         shape: LaunchShape,
+        /// The entry point.
+        variant: Variant,
     },
     /// `boundary.cu`: wall pressure extrapolation (`fill_walls`) and the packing of block
     /// interfaces (`halo_box`).
@@ -164,14 +204,22 @@ impl Build {
             format!("-DGHOST={GHOST}"),
         ];
         match self.program {
-            Program::AcStep { dim, shape } => {
+            Program::AcStep {
+                dim,
+                shape,
+                variant,
+            } => {
                 let [x, y, z] = shape.block;
                 options.extend([
+                    format!("-DWITH_SOURCE={}", variant.source as u8),
+                    format!("-DWITH_ENERGY={}", variant.energy as u8),
                     format!("-DDIM={dim}"),
                     format!("-DBLOCK_X={x}"),
                     format!("-DBLOCK_Y={y}"),
                     format!("-DBLOCK_Z={z}"),
                     format!("-DMARCH={}", shape.march),
+                    format!("-DTILE={}", shape.tile as u8),
+                    format!("-DMIN_BLOCKS={}", shape.min_blocks),
                 ]);
             }
             Program::Reduce => options.push(format!("-DREDUCE_THREADS={REDUCE_THREADS}")),
@@ -184,20 +232,32 @@ impl Build {
 impl fmt::Display for Build {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "{}.cu ({:?}", self.program.stem(), self.precision)?;
-        if let Program::AcStep { dim, shape } = self.program {
-            write!(f, ", {dim}D, {shape}")?;
+        if let Program::AcStep {
+            dim,
+            shape,
+            variant,
+        } = self.program
+        {
+            write!(f, ", {}, {dim}D, {shape}", variant.entry())?;
         }
         write!(f, ", fmad={})", self.fmad)
     }
 }
 
-/// Every distinct build the backend can ask for: `ac_step` for each precision, dimension and
-/// candidate launch shape, the other programs for each precision. CI compiles them all.
+/// Every distinct build the backend can ask for: `ac_step` for each precision, dimension,
+/// candidate launch shape and entry point, the other programs for each precision. CI compiles
+/// them all.
 pub fn every_build(fmad: bool) -> Vec<Build> {
     let mut programs = Vec::new();
     for dim in [2, 3] {
         for shape in tune::candidates(dim) {
-            programs.push(Program::AcStep { dim, shape });
+            for variant in Variant::ALL {
+                programs.push(Program::AcStep {
+                    dim,
+                    shape,
+                    variant,
+                });
+            }
         }
     }
     programs.extend([Program::Boundary, Program::Reduce, Program::Copy]);
@@ -244,9 +304,9 @@ pub fn nvrtc_version() -> Result<String, BackendError> {
     Ok(format!("{major}.{minor}"))
 }
 
-/// Compiles `build` to PTX for `arch` (e.g. `sm_90`) with NVRTC only (no driver, no GPU).
+/// Compiles `build` to a cubin for `arch` (e.g. `sm_90`) with NVRTC only (no driver, no GPU).
 /// A compile failure carries the NVRTC log.
-pub fn compile_ptx(build: &Build, arch: &str) -> Result<String, BackendError> {
+pub fn compile(build: &Build, arch: &str) -> Result<Vec<u8>, BackendError> {
     if !nvrtc_available() {
         return Err(BackendError::Unavailable {
             backend: "cuda",
@@ -254,34 +314,52 @@ pub fn compile_ptx(build: &Build, arch: &str) -> Result<String, BackendError> {
         });
     }
     let options = build.options(arch);
-    let opts = CompileOptions {
-        options: options.clone(),
-        name: Some(format!("{}.cu", build.program.stem())),
-        ..Default::default()
-    };
-    let failed = |message: String| BackendError::Failed {
+    // What went wrong, the build and its options, then NVRTC's log if there is one.
+    let failed = |what: String, log: &str| BackendError::Failed {
         backend: "cuda",
-        message,
+        message: format!("NVRTC {what} {build} with {}\n{log}", options.join(" ")),
     };
-    match compile_ptx_with_opts(build.program.source(), opts) {
-        Ok(ptx) => Ok(ptx.to_src()),
-        Err(CompileError::CompileError { nvrtc, log, .. }) => Err(failed(format!(
-            "NVRTC could not compile {build} with {}: {nvrtc:?}\n{}",
-            options.join(" "),
-            log.to_string_lossy()
-        ))),
-        Err(e) => Err(failed(format!("NVRTC failed on {build}: {e:?}"))),
-    }
+    let source = CString::new(build.program.source()).expect("kernel sources hold no NUL");
+    let name = CString::new(format!("{}.cu", build.program.stem())).expect("no NUL");
+    let program = result::create_program(&source, Some(&name))
+        .map_err(|e| failed(format!("could not create a program ({e:?}) for"), ""))?;
+    // SAFETY: `program` was created above and is destroyed once, below; `source` and `name`
+    // outlive it.
+    let cubin = unsafe {
+        let compiled = match result::compile_program(program, &options) {
+            Ok(()) => cubin(program).map_err(|e| failed(format!("gave no cubin ({e:?}) for"), "")),
+            Err(e) => {
+                let log = result::get_program_log(program).unwrap_or_default();
+                let log = CStr::from_ptr(log.as_ptr()).to_string_lossy().into_owned();
+                Err(failed(format!("could not compile ({e:?})"), &log))
+            }
+        };
+        let _ = result::destroy_program(program);
+        compiled
+    };
+    cubin
+}
+
+/// The machine code of a compiled program.
+///
+/// # Safety
+/// `program` must be a live, successfully compiled NVRTC program.
+unsafe fn cubin(program: sys::nvrtcProgram) -> Result<Vec<u8>, result::NvrtcError> {
+    let mut size = 0;
+    sys::nvrtcGetCUBINSize(program, &mut size).result()?;
+    let mut image = vec![0u8; size];
+    sys::nvrtcGetCUBIN(program, image.as_mut_ptr().cast()).result()?;
+    Ok(image)
 }
 
 /// Compiles several builds on all cores (NVRTC is thread-safe across programs); results in
 /// the order of `builds`.
-pub fn compile_many(builds: &[Build], arch: &str) -> Vec<Result<String, BackendError>> {
+pub fn compile_many(builds: &[Build], arch: &str) -> Vec<Result<Vec<u8>, BackendError>> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, builds.len().max(1));
     let next = AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<String, BackendError>>> = Vec::new();
+    let mut results: Vec<Option<Result<Vec<u8>, BackendError>>> = Vec::new();
     results.resize_with(builds.len(), || None);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
@@ -293,7 +371,7 @@ pub fn compile_many(builds: &[Build], arch: &str) -> Vec<Result<String, BackendE
                         let Some(build) = builds.get(i) else {
                             return done;
                         };
-                        done.push((i, compile_ptx(build, arch)));
+                        done.push((i, compile(build, arch)));
                     }
                 })
             })
@@ -313,11 +391,12 @@ pub fn compile_many(builds: &[Build], arch: &str) -> Vec<Result<String, BackendE
 /// Digest of what a tuned `ac_step` build depends on besides its shape (the expanded source
 /// and the options fixed for a run), for the tuning cache key. FNV-1a: stable across Rust
 /// versions, unlike `DefaultHasher`.
-pub(crate) fn source_digest(precision: Precision, dim: usize, fmad: bool) -> u64 {
+pub(crate) fn source_digest(precision: Precision, dim: usize, variant: Variant, fmad: bool) -> u64 {
     let build = Build {
         program: Program::AcStep {
             dim,
             shape: tune::DEFAULT_SHAPE,
+            variant,
         },
         precision,
         fmad,
@@ -337,6 +416,7 @@ mod tests {
         let src = Program::AcStep {
             dim: 3,
             shape: tune::DEFAULT_SHAPE,
+            variant: Variant::new(false, false),
         }
         .source();
         assert!(!src.contains("#include"));
@@ -374,7 +454,11 @@ mod tests {
     fn step_options_carry_the_shape_and_others_do_not() {
         let shape = LaunchShape::new([16, 4, 4], 2);
         let step = Build {
-            program: Program::AcStep { dim: 3, shape },
+            program: Program::AcStep {
+                dim: 3,
+                shape,
+                variant: Variant::new(true, false),
+            },
             precision: Precision::F64,
             fmad: false,
         };
@@ -388,6 +472,10 @@ mod tests {
             "-DBLOCK_Y=4",
             "-DBLOCK_Z=4",
             "-DMARCH=2",
+            "-DTILE=0",
+            "-DMIN_BLOCKS=0",
+            "-DWITH_SOURCE=1",
+            "-DWITH_ENERGY=0",
         ] {
             assert!(opts.contains(&o.to_string()), "{o} missing from {opts:?}");
         }
@@ -403,11 +491,16 @@ mod tests {
 
     #[test]
     fn digest_follows_options_and_precision() {
-        let d = source_digest(Precision::F64, 2, false);
-        assert_eq!(d, source_digest(Precision::F64, 2, false));
-        assert_ne!(d, source_digest(Precision::F32, 2, false));
-        assert_ne!(d, source_digest(Precision::F64, 2, true));
-        assert_ne!(d, source_digest(Precision::F64, 3, false));
+        let plain = Variant::new(false, false);
+        let d = source_digest(Precision::F64, 2, plain, false);
+        assert_eq!(d, source_digest(Precision::F64, 2, plain, false));
+        assert_ne!(d, source_digest(Precision::F32, 2, plain, false));
+        assert_ne!(d, source_digest(Precision::F64, 2, plain, true));
+        assert_ne!(d, source_digest(Precision::F64, 3, plain, false));
+        assert_ne!(
+            d,
+            source_digest(Precision::F64, 2, Variant::new(true, false), false)
+        );
     }
 
     #[test]

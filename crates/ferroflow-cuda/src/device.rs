@@ -94,14 +94,14 @@ impl Device {
     }
 
     /// Compiles `build` for this device.
-    pub fn compile(&self, build: &Build) -> Result<String, BackendError> {
-        compile::compile_ptx(build, &self.arch())
+    pub fn compile(&self, build: &Build) -> Result<Vec<u8>, BackendError> {
+        compile::compile(build, &self.arch())
     }
 
-    /// Loads PTX and returns its function `name`.
-    pub fn load(&self, ptx: String, name: &str) -> Result<CudaFunction, BackendError> {
+    /// Loads a cubin and returns its function `name`.
+    pub fn load(&self, cubin: Vec<u8>, name: &str) -> Result<CudaFunction, BackendError> {
         self.ctx
-            .load_module(Ptx::from_src(ptx))
+            .load_module(Ptx::from_binary(cubin))
             .check("loading a compiled kernel module")?
             .load_function(name)
             .check(&format!("finding kernel {name}"))

@@ -22,12 +22,42 @@ pub struct LaunchShape {
     /// threads marched call it `k_per_thread`.
     #[serde(alias = "k_per_thread")]
     pub march: u32,
+    /// The block keeps the k-plane it is at in shared memory (`TILE` in ac_step.cu; 3D, one
+    /// node deep along z).
+    #[serde(default)]
+    pub tile: bool,
+    /// Thread blocks each SM must be able to hold at once (`MIN_BLOCKS` in ac_step.cu, the
+    /// second bound of `__launch_bounds__`): the compiler caps the registers per thread to fit
+    /// them, trading spills for warps that hide latency. 0: no cap.
+    #[serde(default)]
+    pub min_blocks: u32,
 }
 
 impl LaunchShape {
     /// A shape of `block` threads, each updating `march` nodes along the last axis.
     pub const fn new(block: [u32; 3], march: u32) -> LaunchShape {
-        LaunchShape { block, march }
+        LaunchShape {
+            block,
+            march,
+            tile: false,
+            min_blocks: 0,
+        }
+    }
+
+    /// This shape with at least `min_blocks` blocks per SM.
+    pub const fn with_min_blocks(self, min_blocks: u32) -> LaunchShape {
+        LaunchShape { min_blocks, ..self }
+    }
+
+    /// A 3D shape of `block` threads in a plane, marching `march` planes up k with the plane
+    /// in shared memory.
+    pub const fn tiled(block: [u32; 2], march: u32) -> LaunchShape {
+        LaunchShape {
+            block: [block[0], block[1], 1],
+            march,
+            tile: true,
+            min_blocks: 0,
+        }
     }
 
     /// Threads per block.
@@ -112,6 +142,12 @@ impl fmt::Display for LaunchShape {
         if self.march > 1 {
             write!(f, " m{}", self.march)?;
         }
+        if self.tile {
+            write!(f, " tile")?;
+        }
+        if self.min_blocks > 0 {
+            write!(f, " b{}", self.min_blocks)?;
+        }
         Ok(())
     }
 }
@@ -187,16 +223,6 @@ pub(crate) struct StepKernel {
 }
 
 impl StepKernel {
-    /// The entry point for a problem with or without a source term and the energy equation.
-    pub fn entry(source: bool, energy: bool) -> &'static str {
-        match (energy, source) {
-            (false, false) => "ac_step",
-            (false, true) => "ac_step_src",
-            (true, false) => "ac_step_energy",
-            (true, true) => "ac_step_energy_src",
-        }
-    }
-
     pub fn new(
         function: CudaFunction,
         shape: LaunchShape,
@@ -271,9 +297,19 @@ pub(crate) struct WallFill {
     walls: i32,
     /// The same bits for adiabatic walls (T extrapolated with zero gradient).
     adiabatic: i32,
-    /// First index and count along the tangential axes (axis + 1) % 3 and (axis + 2) % 3.
+    /// First index and count along the tangential axes (`tangential(axis)`).
     lo: [i64; 2],
     count: [i64; 2],
+}
+
+/// The two axes tangential to `axis`, in increasing order: consecutive threads of a wall fill
+/// walk along the first, so that on y walls they read contiguous x rows.
+fn tangential(axis: usize) -> [usize; 2] {
+    match axis {
+        0 => [1, 2],
+        1 => [0, 2],
+        _ => [0, 1],
+    }
 }
 
 /// The launches equivalent to ferroflow-cpu's `fill_boundaries`: axes in x, y, z order, and
@@ -307,7 +343,8 @@ pub(crate) fn wall_fills(layout: &Layout, sides: &[SideBc; 6]) -> Vec<WallFill> 
                 (1, n - 2)
             }
         };
-        let (r1, r2) = (range((a + 1) % 3), range((a + 2) % 3));
+        let [t1, t2] = tangential(a);
+        let (r1, r2) = (range(t1), range(t2));
         fills.push(WallFill {
             axis: a as i32,
             walls,
@@ -489,8 +526,9 @@ mod tests {
                 for f in 0..fill.count[0] * fill.count[1] {
                     let mut ijk = [0i64; 3];
                     ijk[a] = if side == 1 { l.n[a] as i64 - 1 } else { 0 };
-                    ijk[(a + 1) % 3] = fill.lo[0] + f % fill.count[0];
-                    ijk[(a + 2) % 3] = fill.lo[1] + f / fill.count[0];
+                    let [t1, t2] = tangential(a);
+                    ijk[t1] = fill.lo[0] + f % fill.count[0];
+                    ijk[t2] = fill.lo[1] + f / fill.count[0];
                     let o = l.index(ijk[0] as isize, ijk[1] as isize, ijk[2] as isize) as i64;
                     let inward = if side == 1 { -1 } else { 1 } * l.stride[a] as i64;
                     let p = &mut fields.vars[0];
@@ -548,16 +586,16 @@ mod tests {
     fn wall_fills_follow_the_cpu_ranges() {
         let l = Layout::new(3, [6, 7, 8]);
         let f = wall_fills(&l, &[SideBc::Wall; 6]);
-        // x: y and z span their interior; y: z interior, x with ghosts; z: x and y with ghosts.
+        // x: y and z span their interior; y: x with ghosts, z interior; z: x and y with ghosts.
         assert_eq!(f[0].lo, [1, 1]);
         assert_eq!(f[0].count, [5, 6]);
-        assert_eq!(f[1].lo, [1, -2]);
-        assert_eq!(f[1].count, [6, 10]);
+        assert_eq!(f[1].lo, [-2, 1]);
+        assert_eq!(f[1].count, [10, 6]);
         assert_eq!(f[2].lo, [-2, -2]);
         assert_eq!(f[2].count, [10, 11]);
         let f2 = wall_fills(&Layout::new(2, [6, 7, 0]), &[SideBc::Wall; 6]);
         assert_eq!(f2.len(), 2);
         assert_eq!((f2[0].lo, f2[0].count), ([1, 0], [5, 1]));
-        assert_eq!((f2[1].lo, f2[1].count), ([0, -2], [1, 10]));
+        assert_eq!((f2[1].lo, f2[1].count), ([-2, 0], [10, 1]));
     }
 }

@@ -1,12 +1,15 @@
 //! GPU tests of decomposed grids: every exchange setting (peer or host, packed or strided,
 //! overlapped or not) and the host-driven block path give the one-GPU result bit for bit
 //! after 1000 iterations, for 1D, 2D and 3D cuts of 2D and 3D cases. With one GPU the blocks
-//! share it; with two, they alternate. Without a usable GPU each test says why and passes,
+//! share it; with two, they alternate. 3D blocks run both the default launch shape and a
+//! plane-tiled one, whose block marches through the boxes the overlap splits a block into.
+//! Without a usable GPU each test says why and passes,
 //! unless FERROFLOW_REQUIRE_GPU=1.
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, Numerics, Problem};
 use ferroflow_cuda::{
-    probe, CudaBackend, CudaOptions, Exchange, MultiGpu, MultiGpuOptions, TuneMode,
+    probe, CudaBackend, CudaOptions, Exchange, LaunchShape, MultiGpu, MultiGpuOptions, TuneMode,
+    DEFAULT_SHAPE,
 };
 use ferroflow_parallel::{Decomposed, InProcess};
 use ferroflow_solver::cavity::lid_driven;
@@ -40,10 +43,10 @@ fn gpus() -> Option<Vec<usize>> {
     }
 }
 
-fn cuda(device: usize) -> CudaOptions {
+fn cuda(device: usize, shape: LaunchShape) -> CudaOptions {
     CudaOptions {
         device,
-        tune: TuneMode::Off,
+        tune: TuneMode::Fixed(shape),
         ..CudaOptions::default()
     }
 }
@@ -62,47 +65,55 @@ fn same(label: &str, a: &ferroflow_core::Fields<f64>, b: &ferroflow_core::Fields
 }
 
 fn check(problem: &Problem<f64>, cuts: &[[usize; 3]], devices: &[usize]) {
-    let chunks = [1, 499, 500];
-    let mut one = CudaBackend::new(problem, &cuda(0)).unwrap();
-    chunks.iter().for_each(|&n| {
-        one.advance(n).unwrap();
-    });
-    let reference = one.download().unwrap();
     let dim = problem.layout.dim;
-    for &blocks in cuts {
-        let d = Decomposition::new(dim, problem.layout.n, blocks).unwrap();
-        for exchange in [Exchange::Peer, Exchange::Host] {
-            for packing in [true, false] {
-                for overlap in [true, false] {
-                    let options = MultiGpuOptions {
-                        devices: devices.to_vec(),
-                        exchange,
-                        packing,
-                        overlap,
-                        cuda: cuda(0),
-                    };
-                    let mut multi = MultiGpu::new(problem, d.clone(), &options).unwrap();
-                    chunks.iter().for_each(|&n| {
-                        multi.advance(n).unwrap();
-                    });
-                    let label =
-                        format!("{blocks:?} {exchange:?} packing {packing} overlap {overlap}");
-                    same(&label, &reference, &multi.download().unwrap());
+    let mut shapes = vec![DEFAULT_SHAPE];
+    if dim == 3 {
+        // Marching 8 planes: boxes thinner and thicker than a block's march.
+        shapes.push(LaunchShape::tiled([32, 4], 8));
+    }
+    for shape in shapes {
+        let chunks = [1, 499, 500];
+        let mut one = CudaBackend::new(problem, &cuda(0, shape)).unwrap();
+        chunks.iter().for_each(|&n| {
+            one.advance(n).unwrap();
+        });
+        let reference = one.download().unwrap();
+        for &blocks in cuts {
+            let d = Decomposition::new(dim, problem.layout.n, blocks).unwrap();
+            for exchange in [Exchange::Peer, Exchange::Host] {
+                for packing in [true, false] {
+                    for overlap in [true, false] {
+                        let options = MultiGpuOptions {
+                            devices: devices.to_vec(),
+                            exchange,
+                            packing,
+                            overlap,
+                            cuda: cuda(0, shape),
+                        };
+                        let mut multi = MultiGpu::new(problem, d.clone(), &options).unwrap();
+                        chunks.iter().for_each(|&n| {
+                            multi.advance(n).unwrap();
+                        });
+                        let label = format!(
+                            "{shape} {blocks:?} {exchange:?} packing {packing} overlap {overlap}"
+                        );
+                        same(&label, &reference, &multi.download().unwrap());
+                    }
                 }
             }
+            let mut hosted = Decomposed::new(problem, d, InProcess, |p, e| {
+                CudaBackend::new(p, &cuda(devices[e.id % devices.len()], shape))
+            })
+            .unwrap();
+            chunks.iter().for_each(|&n| {
+                hosted.advance(n).unwrap();
+            });
+            same(
+                &format!("{shape} {blocks:?} host-driven blocks"),
+                &reference,
+                &hosted.download().unwrap(),
+            );
         }
-        let mut hosted = Decomposed::new(problem, d, InProcess, |p, e| {
-            CudaBackend::new(p, &cuda(devices[e.id % devices.len()]))
-        })
-        .unwrap();
-        chunks.iter().for_each(|&n| {
-            hosted.advance(n).unwrap();
-        });
-        same(
-            &format!("{blocks:?} host-driven blocks"),
-            &reference,
-            &hosted.download().unwrap(),
-        );
     }
 }
 
