@@ -21,9 +21,11 @@ long() { local limit=$1; shift; step timeout "$limit" "$@" --set output.checkpoi
   for p in f64 f32; do
     step "$bin" tune cavity2d-re100 --set 'grid.nodes=[4097,4097]' --precision $p
     step "$bin" tune cavity3d-re100 --set 'grid.nodes=[257,257,257]' --precision $p
+    step "$bin" tune cavity3d-re100 --set 'grid.nodes=[513,513,513]' --precision $p
   done
   step "$bin" bench --backend cuda --n2d 1025,4097,8193 --n3d 257,513
   step "$bin" bench --backend cuda --no-tune --n2d 4097 --n3d 257
+  step "$bin" bench --backend cuda --fmad --n2d 4097 --n3d 257,513 --precision f64
   step "$bin" bench --backend cuda --n2d 4000,4032,4064,4095,4096,4097,4098,4128,4160,4200 --n3d 257 --precision f64 --repeats 3
   step "$bin" bench --backend cpu --n2d 4097 --n3d 257 --repeats 3
 } >"$out/bench.txt" 2>&1

@@ -55,4 +55,27 @@ __device__ __forceinline__ real_t extrapolate_zero_gradient(real_t a, real_t b) 
     return ((real_t)4 * a - b) / (real_t)3;
 }
 
+// Pressure at the wall node `w` and the GHOST ghosts beyond it (`out`: the outward stride),
+// layer by layer, each from the three nodes inside it; a, b, c are the nodes inside the wall,
+// nearest first.
+__device__ __forceinline__ void extrapolate_wall(real_t* p, idx_t w, idx_t out, real_t a,
+                                                 real_t b, real_t c) {
+    for (int layer = 0; layer <= GHOST; ++layer) {
+        const real_t v = extrapolate_quadratic(a, b, c);
+        p[w + layer * out] = v;
+        c = b;
+        b = a;
+        a = v;
+    }
+}
+
+// T at the adiabatic wall node `w` from the two nodes inside it (a nearest, b), and its ghosts
+// mirroring them (T is even about the wall).
+__device__ __forceinline__ void mirror_wall(real_t* t, idx_t w, idx_t out, real_t a, real_t b) {
+    static_assert(GHOST == 2, "the ghosts mirror the two nodes inside the wall");
+    t[w] = extrapolate_zero_gradient(a, b);
+    t[w + out] = a;
+    t[w + 2 * out] = b;
+}
+
 #endif

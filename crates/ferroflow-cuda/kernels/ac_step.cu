@@ -218,10 +218,16 @@ __device__ __forceinline__ void transport(const Coeffs& c, const N& nb, int v,
     }
 }
 
+// The new p and T of a node (T unused without the energy equation).
+struct Updated {
+    real_t p;
+    real_t t;
+};
+
 // Updates the node at offset `o`, whose queue is `z` and neighbours `nb`, into `next` and, if
-// `norms`, adds its squared residuals.
+// `norms`, adds its squared residuals; returns its new p and T.
 template <bool SRC, bool ENERGY, class N>
-__device__ __forceinline__ void update_node(const Coeffs& c, const N& nb, const Queue& z,
+__device__ __forceinline__ Updated update_node(const Coeffs& c, const N& nb, const Queue& z,
                                             const Vars& next, const Vars& src, idx_t o,
                                             real_t p_shift, int norms,
                                             double sums[MAX_EQUATIONS]) {
@@ -248,7 +254,8 @@ __device__ __forceinline__ void update_node(const Coeffs& c, const N& nb, const 
     const real_t dt = c.cfl / rate;
     real_t rp = -beta2 * div - c.c4 * diss;
     if (SRC) rp = rp + load(src.v[0], o);
-    next.v[0][o] = pc + dt * rp - p_shift;
+    Updated u = {pc + dt * rp - p_shift, (real_t)0};
+    next.v[0][o] = u.p;
     if (norms) {
         // The norm measures the change of the referenced pressure: a uniform drift (which the
         // reference shift removes) is not a residual.
@@ -272,9 +279,45 @@ __device__ __forceinline__ void update_node(const Coeffs& c, const N& nb, const 
         real_t r = c.alpha * lap - conv;
         if (SRC) r = r + load(src.v[1 + DIM], o);
         if (norms) sums[1 + DIM] += (double)r * (double)r;
-        next.v[1 + DIM][o] = tc + dt * r;
+        u.t = tc + dt * r;
+        next.v[1 + DIM][o] = u.t;
+    }
+    return u;
+}
+
+#if TILE
+// The x walls of the next state, filled by the warps that update the nodes next to them, so
+// that fill_walls need not reach them through memory a row apart: bits 0 and 1 of `x_walls`
+// ask for the low and the high wall (only in a launch over all interior nodes, whose first
+// and last x nodes it holds), bits 2 and 3 say that T is adiabatic there. The node next to a
+// wall takes the new values of the two beyond it from its neighbours in the warp (the host
+// asks for the high wall only where they share it). The twin of fill_walls along x; every
+// thread of the block must call it (`active`: the thread updated the node at `o`, x index i).
+template <bool ENERGY>
+__device__ __forceinline__ void fill_x_walls(const Vars& next, idx_t o, idx_t i,
+                                             const Region& r, int x_walls, bool active,
+                                             const Updated& u) {
+    const unsigned warp = 0xffffffffu;
+    real_t* t = next.v[1 + DIM];
+    // Block-uniform conditions: every lane of a warp that shuffles takes part.
+    if ((x_walls & 1) && blockIdx.x == 0) {
+        const real_t p1 = __shfl_down_sync(warp, u.p, 1), p2 = __shfl_down_sync(warp, u.p, 2);
+        const real_t t1 = ENERGY ? __shfl_down_sync(warp, u.t, 1) : (real_t)0;
+        if (active && i == r.lo[0]) {
+            extrapolate_wall(next.v[0], o - 1, -1, u.p, p1, p2);
+            if (ENERGY && (x_walls & 4)) mirror_wall(t, o - 1, -1, u.t, t1);
+        }
+    }
+    if ((x_walls & 2) && blockIdx.x == gridDim.x - 1) {
+        const real_t p1 = __shfl_up_sync(warp, u.p, 1), p2 = __shfl_up_sync(warp, u.p, 2);
+        const real_t t1 = ENERGY ? __shfl_up_sync(warp, u.t, 1) : (real_t)0;
+        if (active && i == r.hi[0] - 1) {
+            extrapolate_wall(next.v[0], o + 1, 1, u.p, p1, p2);
+            if (ENERGY && (x_walls & 8)) mirror_wall(t, o + 1, 1, u.t, t1);
+        }
     }
 }
+#endif
 
 // Writes block b's residual sums to `partials`; every thread of the block must call it.
 template <bool ENERGY>
@@ -290,11 +333,14 @@ __device__ __forceinline__ void block_norms(const double sums[MAX_EQUATIONS], do
 }
 
 #if !TILE
-// Each thread marches up its own column; in-plane neighbours come through the caches.
+// Each thread marches up its own column; in-plane neighbours come through the caches. The x
+// walls are left to fill_walls (`x_walls` is 0): the checks and exchanges of fill_x_walls cost
+// this kernel registers, and more than they save.
 template <bool SRC, bool ENERGY>
 __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const Vars& cur,
                                            const Vars& next, const Vars& src, const Region& r,
-                                           const real_t* shift, double* partials, int norms) {
+                                           const real_t* shift, double* partials, int norms,
+                                           int) {
     __shared__ double scratch[BLOCK_THREADS];
     const int t = threadIdx.x + BLOCK_X * (threadIdx.y + BLOCK_Y * threadIdx.z);
     // The node of thread (x, y, z) and its first along the march axis.
@@ -335,7 +381,8 @@ __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const
 template <bool SRC, bool ENERGY>
 __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const Vars& cur,
                                            const Vars& next, const Vars& src, const Region& r,
-                                           const real_t* shift, double* partials, int norms) {
+                                           const real_t* shift, double* partials, int norms,
+                                           int x_walls) {
     constexpr int VARS = 1 + DIM + ENERGY;
     constexpr int ITEMS = Ring<ENERGY>::PER_THREAD;
     __shared__ Plane tiles[2][VARS];
@@ -387,10 +434,12 @@ __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const
                 if (items[n].at) ring[n] = __ldg(items[n].at + dk);
             if (carries) h = heads_load<ENERGY>(cur, o + s, s);
         }
+        Updated u = {0, 0};
         if (computes)
-            update_node<SRC, ENERGY>(c, FromTile{tiles[b], z, REACH + (int)threadIdx.x,
-                                                 REACH + (int)threadIdx.y},
-                                     z, next, src, o, p_shift, norms, sums);
+            u = update_node<SRC, ENERGY>(c, FromTile{tiles[b], z, REACH + (int)threadIdx.x,
+                                                     REACH + (int)threadIdx.y},
+                                         z, next, src, o, p_shift, norms, sums);
+        if (x_walls) fill_x_walls<ENERGY>(next, o, i, r, x_walls, computes, u);
         if (more) {
             if (carries) queue_push<ENERGY>(z, h);
             store(&tiles[b ^ 1][0][0][0]);
@@ -409,12 +458,14 @@ __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const
 #define BOUNDS __launch_bounds__(BLOCK_THREADS)
 #endif
 
-// Every entry point takes the same arguments; `src` is unused without a source term.
+// Every entry point takes the same arguments; `src` is unused without a source term, `x_walls`
+// is described at fill_x_walls.
 #define AC_STEP_ENTRY(name, SRC, ENERGY)                                                          \
     extern "C" __global__ void BOUNDS                                                             \
         name(const Coeffs c, const Grid g, const Vars cur, const Vars next, const Vars src,      \
-             const Region r, const real_t* shift, double* partials, const int norms) {           \
-        step_block<SRC, ENERGY>(c, g, cur, next, src, r, shift, partials, norms);                \
+             const Region r, const real_t* shift, double* partials, const int norms,             \
+             const int x_walls) {                                                                 \
+        step_block<SRC, ENERGY>(c, g, cur, next, src, r, shift, partials, norms, x_walls);       \
     }
 
 #if WITH_ENERGY && WITH_SOURCE

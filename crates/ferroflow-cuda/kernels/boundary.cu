@@ -1,5 +1,6 @@
 // Physical boundaries after each pass: the twin of crates/ferroflow-cpu/src/boundary.rs. The
-// host launches fill_walls once per axis, in x, y, z order, with the face ranges of the CPU's
+// host launches fill_walls once per axis, in x, y, z order (x walls only where the interior
+// pass did not fill them, see ac_step.cu), with the face ranges of the CPU's
 // `for_each_face_node` (axes filled earlier span their ghosts), so that edges and corners match
 // the CPU bitwise. One launch fills both sides of its axis: with n >= 5 nodes they read and
 // write disjoint nodes.
@@ -28,20 +29,8 @@ extern "C" __global__ void fill_walls(real_t* p, real_t* t, const Grid g, const 
     const idx_t k = axis == 2 ? wall : x2;
     const idx_t o = node_offset(g, i, j, k);
     const idx_t inward = side ? -stride : stride;
-    // Outward, layer by layer, each layer from the three inside it: the values just computed
-    // stay in registers instead of being read back.
-    real_t in[3] = {p[o + inward], p[o + 2 * inward], p[o + 3 * inward]};
-    for (int layer = 0; layer <= GHOST; ++layer) {
-        const real_t w = extrapolate_quadratic(in[0], in[1], in[2]);
-        p[o - layer * inward] = w;
-        in[2] = in[1];
-        in[1] = in[0];
-        in[0] = w;
-    }
-    if (t && ((adiabatic >> side) & 1)) {
-        t[o] = extrapolate_zero_gradient(t[o + inward], t[o + 2 * inward]);
-        for (int layer = 1; layer <= GHOST; ++layer) t[o - layer * inward] = t[o + layer * inward];
-    }
+    extrapolate_wall(p, o, -inward, p[o + inward], p[o + 2 * inward], p[o + 3 * inward]);
+    if (t && ((adiabatic >> side) & 1)) mirror_wall(t, o, -inward, t[o + inward], t[o + 2 * inward]);
 }
 
 // Block interfaces of a decomposed grid: the nodes of one variable in the box of `c0 × c1 × c2`

@@ -117,6 +117,7 @@ impl<R: Real> CudaBackend<R> {
             grid: Grid::new(problem),
             src: state.source(),
             partials: 0,
+            x_walls: boundary.x_walls(),
         };
         state.upload(&stream, &problem.initial, &boundary, &args.grid)?;
         let tuner = Tuner {
@@ -126,6 +127,7 @@ impl<R: Real> CudaBackend<R> {
             fmad: options.fmad,
             variant: Variant::new(problem.source.is_some(), problem.energy.is_some()),
             args: &args,
+            boundary: &boundary,
             cur: state.cur(),
             next: state.next(),
         };
@@ -179,17 +181,18 @@ impl<R: Real> CudaBackend<R> {
     /// Queues one iteration: interior pass into the next buffer, its walls, the residual sums
     /// if `norms`, then the swap.
     fn iterate(&mut self, norms: bool) -> Result<(), BackendError> {
-        self.queue_step(None, self.own_shift(), norms)?;
-        self.queue_walls_and_swap(norms)
+        let done = self.queue_step(None, self.own_shift(), norms)?;
+        self.queue_walls_and_swap(norms, done)
     }
 
-    /// Queues the interior pass over `region` (None: all interior nodes) into the next buffer.
+    /// Queues the interior pass over `region` (None: all interior nodes) into the next buffer;
+    /// returns the x walls it filled (`StepKernel::launch`).
     pub(crate) fn queue_step(
         &self,
         region: Option<&Region>,
         shift: CUdeviceptr,
         norms: bool,
-    ) -> Result<(), BackendError> {
+    ) -> Result<i32, BackendError> {
         let stream = &self.device.stream;
         self.step.launch(
             stream,
@@ -202,12 +205,16 @@ impl<R: Real> CudaBackend<R> {
         )
     }
 
-    /// Queues the wall fill of the next buffer, the residual reduction if `norms`, and the
-    /// swap.
-    pub(crate) fn queue_walls_and_swap(&mut self, norms: bool) -> Result<(), BackendError> {
+    /// Queues the wall fill of the next buffer but for the x walls in `done` (filled by the
+    /// interior pass), the residual reduction if `norms`, and the swap.
+    pub(crate) fn queue_walls_and_swap(
+        &mut self,
+        norms: bool,
+        done: i32,
+    ) -> Result<(), BackendError> {
         let stream = &self.device.stream;
         self.boundary
-            .launch(stream, &self.state.next(), &self.args.grid)?;
+            .launch(stream, &self.state.next(), &self.args.grid, done)?;
         if norms {
             self.reduce.launch(
                 stream,
@@ -388,8 +395,8 @@ impl<R: Real> BlockBackend for CudaBackend<R> {
         stream
             .memcpy_htod(bytes(&[p_shift]), &mut self.shifts)
             .check("copying the pressure shift to the device")?;
-        self.queue_step(None, self.given_shift(), norms)?;
-        self.queue_walls_and_swap(norms)?;
+        let done = self.queue_step(None, self.given_shift(), norms)?;
+        self.queue_walls_and_swap(norms, done)?;
         if norms {
             self.residuals()
         } else {

@@ -211,6 +211,9 @@ pub(crate) struct StepArgs<R> {
     pub src: Vars,
     /// Per-block residual sums, `equations × blocks` f64 (0 while tuning: norms are off).
     pub partials: CUdeviceptr,
+    /// The x walls a launch over all interior nodes fills itself where the shape allows
+    /// (`x_walls` in ac_step.cu; `BoundaryKernel::x_walls`).
+    pub x_walls: i32,
 }
 
 /// One `ac_step` entry point compiled for one launch shape, for one layout.
@@ -220,6 +223,9 @@ pub(crate) struct StepKernel {
     layout: Layout,
     /// The grid over all interior nodes.
     grid: (u32, u32, u32),
+    /// The x walls this shape can fill in a launch over all interior nodes (bits of
+    /// `x_walls`).
+    x_walls: i32,
 }
 
 impl StepKernel {
@@ -233,6 +239,7 @@ impl StepKernel {
             shape,
             layout: *layout,
             grid: shape.grid(layout)?,
+            x_walls: x_walls_within_warps(&shape, layout),
         })
     }
 
@@ -244,7 +251,9 @@ impl StepKernel {
 
     /// One fused pass from `cur` into `next` over `region` (None: every interior node), with
     /// the pressure shift read from device address `shift`; with `norms` (whole grid only),
-    /// per-block residual sums too.
+    /// per-block residual sums too. Returns the x walls of `next` it filled (bits of
+    /// `x_walls`, for `BoundaryKernel::launch` to skip): over all interior nodes, those of
+    /// `args.x_walls` that this shape can fill.
     #[allow(clippy::too_many_arguments)]
     pub fn launch<R: Real>(
         &self,
@@ -255,11 +264,11 @@ impl StepKernel {
         region: Option<&Region>,
         shift: CUdeviceptr,
         norms: bool,
-    ) -> Result<(), BackendError> {
+    ) -> Result<i32, BackendError> {
         let interior = Region::interior(&self.layout);
-        let (region, grid_dim) = match region {
-            Some(r) => (*r, self.shape.grid_for(r, &self.layout)?),
-            None => (interior, self.grid),
+        let (region, grid_dim, x_walls) = match region {
+            Some(r) => (*r, self.shape.grid_for(r, &self.layout)?, 0),
+            None => (interior, self.grid, fusable(args.x_walls, self.x_walls)),
         };
         debug_assert!(!norms || region == interior);
         let norms = norms as i32;
@@ -279,14 +288,36 @@ impl StepKernel {
             .arg(&region)
             .arg(&shift)
             .arg(&args.partials)
-            .arg(&norms);
+            .arg(&norms)
+            .arg(&x_walls);
         // SAFETY: the arguments match ac_step's parameters in order and type; the region lies
         // within the interior nodes, whose stencils stay inside the arrays (two ghost layers);
         // `shift` is a device address of one value; `partials` holds equations × blocks
-        // values when norms are on.
+        // values when norms are on; the x walls and their ghosts lie inside the arrays.
         unsafe { launch.launch(config) }.check("launching ac_step")?;
-        Ok(())
+        Ok(x_walls)
     }
+}
+
+/// The x walls (bits of `x_walls`) a tiled `shape` fills, those whose three nodes inside share
+/// a warp: the low wall's are the first lanes of the first blocks' warps; the last interior
+/// node must be lane 2 or later of its warp. Other shapes fill none.
+fn x_walls_within_warps(shape: &LaunchShape, layout: &Layout) -> i32 {
+    let last = (layout.n[0] - 3) % shape.block[0] as usize;
+    if !shape.tile {
+        0
+    } else if last % 32 >= 2 {
+        1 | 2 | 4 | 8
+    } else {
+        1 | 4
+    }
+}
+
+/// The walls of `wanted` (bits 0, 1: low, high side; 2, 3: T adiabatic there) that a kernel
+/// able to fill `able` fills: a side's T bit goes with its wall bit.
+fn fusable(wanted: i32, able: i32) -> i32 {
+    let sides = wanted & able & 3;
+    sides | (wanted & (sides << 2))
 }
 
 /// One `fill_walls` launch: the wall sides of one axis.
@@ -373,16 +404,35 @@ impl BoundaryKernel {
         }
     }
 
+    /// The x walls of this problem (`x_walls` bits in ac_step.cu: walls, adiabatic walls
+    /// shifted by 2), which the interior pass may fill instead.
+    pub fn x_walls(&self) -> i32 {
+        self.fills
+            .iter()
+            .find(|f| f.axis == 0)
+            .map_or(0, |f| f.walls | f.adiabatic << 2)
+    }
+
     /// Fills the wall nodes and ghosts of the state `vars` (pressure, and T at adiabatic
-    /// walls), one launch per axis (stream order keeps x before y before z).
+    /// walls), one launch per axis (stream order keeps x before y before z), except the x
+    /// walls in `done` (bits of `x_walls`: the interior pass filled them).
     pub fn launch(
         &self,
         stream: &CudaStream,
         vars: &Vars,
         grid: &Grid,
+        done: i32,
     ) -> Result<(), BackendError> {
         let t: CUdeviceptr = self.temperature.map_or(0, |t| vars.v[t]);
         for fill in &self.fills {
+            let walls = if fill.axis == 0 {
+                fill.walls & !done
+            } else {
+                fill.walls
+            };
+            if walls == 0 {
+                continue;
+            }
             let faces = (fill.count[0] * fill.count[1]) as u32;
             let config = LaunchConfig {
                 grid_dim: (faces.div_ceil(BOUNDARY_THREADS), 2, 1),
@@ -395,7 +445,7 @@ impl BoundaryKernel {
                 .arg(&t)
                 .arg(grid)
                 .arg(&fill.axis)
-                .arg(&fill.walls)
+                .arg(&walls)
                 .arg(&fill.adiabatic)
                 .arg(&fill.lo[0])
                 .arg(&fill.count[0])
@@ -580,6 +630,26 @@ mod tests {
                 assert!(ours == expected, "{dim}D wall fill differs from the CPU");
             }
         }
+    }
+
+    #[test]
+    fn x_walls_are_fused_where_their_nodes_share_a_warp() {
+        let l = |n0| Layout::new(3, [n0, 9, 9]);
+        let s = |x| LaunchShape::tiled([x, 4], 16);
+        assert_eq!(
+            x_walls_within_warps(&LaunchShape::new([32, 4, 1], 1), &l(37)),
+            0
+        );
+        // Last interior node i = n0 - 2, at offset n0 - 3 from the first.
+        assert_eq!(x_walls_within_warps(&s(32), &l(37)), 15);
+        assert_eq!(x_walls_within_warps(&s(32), &l(36)), 5);
+        assert_eq!(x_walls_within_warps(&s(32), &l(35)), 5);
+        assert_eq!(x_walls_within_warps(&s(16), &l(21)), 15);
+        assert_eq!(x_walls_within_warps(&s(64), &l(36)), 5);
+        assert_eq!(x_walls_within_warps(&s(64), &l(37)), 15);
+        assert_eq!(fusable(1 | 2 | 8, 15), 1 | 2 | 8);
+        assert_eq!(fusable(1 | 2 | 4 | 8, 5), 1 | 4);
+        assert_eq!(fusable(2 | 8, 5), 0);
     }
 
     #[test]

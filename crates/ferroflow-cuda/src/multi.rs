@@ -212,12 +212,14 @@ impl<R: Real> MultiGpu<R> {
             };
             let stream = be.device.stream.clone();
             let split = self.options.overlap && !norms;
+            // The x walls the interior pass fills (only a pass over the whole block does).
+            let mut done = 0;
             if split {
                 for r in &b.strips {
                     be.queue_step(Some(r), shift, false)?;
                 }
             } else {
-                be.queue_step(None, shift, norms)?;
+                done = be.queue_step(None, shift, norms)?;
             }
             b.strips_done.record(&stream).check("recording an event")?;
             b.comm.wait(&b.strips_done).check("waiting for an event")?;
@@ -245,7 +247,7 @@ impl<R: Real> MultiGpu<R> {
             if split && !b.inner.is_empty() {
                 be.queue_step(Some(&b.inner), shift, false)?;
             }
-            b.backend.queue_walls_and_swap(norms)?;
+            b.backend.queue_walls_and_swap(norms, done)?;
             // The swap flipped cur: the state just computed is now current.
             b.stepped
                 .record(&b.backend.device.stream)

@@ -150,7 +150,7 @@ impl State {
         }
         let cur = self.cur;
         self.buffers[cur].upload(stream, fields)?;
-        boundary.launch(stream, &self.cur(), grid)?;
+        boundary.launch(stream, &self.cur(), grid, 0)?;
         let [a, b] = &mut self.buffers;
         let (from, to) = if cur == 0 { (a, b) } else { (b, a) };
         for (src, dst) in from.slices.iter().zip(to.slices.iter_mut()) {

@@ -154,6 +154,9 @@ pub struct BackendSpec {
     pub device: usize,
     /// Autotune the GPU launch shape (cached per device, grid, precision and kernel source).
     pub tune: bool,
+    /// Let the CUDA compiler fuse multiplies and adds: fewer instructions, but results no
+    /// longer bitwise equal to the CPU backend's.
+    pub fmad: bool,
 }
 
 /// `[output]` section.
@@ -252,6 +255,7 @@ impl Default for BackendSpec {
             threads: 0,
             device: 0,
             tune: true,
+            fmad: false,
         }
     }
 }
@@ -306,7 +310,7 @@ const fn key(
 }
 
 /// Every key of a case file, in file order.
-pub const KEYS: [KeyDoc; 34] = [
+pub const KEYS: [KeyDoc; 35] = [
     key(
         "case.name",
         "Name; the default output directory is ferroflow-out/<name>/",
@@ -448,6 +452,13 @@ pub const KEYS: [KeyDoc; 34] = [
     key(
         "backend.tune",
         "Autotune the CUDA launch shape (the choice is cached); false = default shape",
+        "-",
+        "true or false",
+    ),
+    key(
+        "backend.fmad",
+        "CUDA: fuse multiplies and adds (fewer instructions; rounding differs from the CPU \
+         backend, which the default false matches bit for bit in f64)",
         "-",
         "true or false",
     ),

@@ -20,6 +20,7 @@ pub fn cuda_options(spec: &BackendSpec, tune: TuneMode) -> CudaOptions {
     CudaOptions {
         device: spec.device,
         tune: if spec.tune { tune } else { TuneMode::Off },
+        fmad: spec.fmad,
         ..CudaOptions::default()
     }
 }

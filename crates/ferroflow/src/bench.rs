@@ -35,6 +35,9 @@ pub struct BenchArgs {
     /// Use the default CUDA launch shape instead of the tuned one.
     #[arg(long)]
     no_tune: bool,
+    /// CUDA: fuse multiplies and adds (`backend.fmad`; rounding differs from the CPU backend).
+    #[arg(long)]
+    fmad: bool,
     /// 2D grids (nodes per axis), comma-separated; none after the flag: no 2D grid.
     #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "2049")]
     n2d: Vec<usize>,
@@ -191,6 +194,7 @@ fn backend<R: Real>(
     let options = CudaOptions {
         device: args.device,
         tune,
+        fmad: args.fmad,
         ..CudaOptions::default()
     };
     if let Some(d) = decomposition {

@@ -66,7 +66,7 @@ fn tune_in<R: Real>(loaded: &LoadedCase) -> Result<(), Failure> {
     };
     if let (Some(default), Some(best)) = (time_of(DEFAULT_SHAPE), time_of(report.chosen)) {
         println!(
-            "tuned {} over default {}: {:.1}% faster ({:.2} -> {:.2} us per iteration)",
+            "tuned {} over default {}: {:.1}% faster ({:.2} -> {:.2} us per pass)",
             report.chosen,
             DEFAULT_SHAPE,
             100.0 * (default / best - 1.0),
