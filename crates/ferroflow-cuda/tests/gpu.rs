@@ -5,7 +5,9 @@
 //! why and passes, unless FERROFLOW_REQUIRE_GPU=1 (scripts/gpu-check.sh sets it).
 use ferroflow_core::{Backend, Fields, Numerics, Problem, Real, Residuals, SideBc};
 use ferroflow_cpu::CpuBackend;
-use ferroflow_cuda::{candidates, probe, CudaBackend, CudaOptions, TuneMode, TuneSource};
+use ferroflow_cuda::{
+    candidates, probe, CudaBackend, CudaOptions, LaunchShape, TuneMode, TuneSource,
+};
 use ferroflow_solver::convection::HeatedCavity;
 use ferroflow_solver::{cavity, mms::Manufactured};
 
@@ -136,10 +138,9 @@ fn manufactured<R: Real>(dim: usize) -> Problem<R> {
 /// The buoyancy-driven cavity of the built-in cases (Ra = 1e5, Pr = 0.71): isothermal and
 /// adiabatic walls, buoyancy, and the energy equation in the fused kernel.
 fn heated<R: Real>(dim: usize) -> Problem<R> {
-    heated_on(dim, if dim == 2 { [67, 53, 1] } else { [35, 29, 23] })
-}
-
-fn heated_on<R: Real>(dim: usize, n: [usize; 3]) -> Problem<R> {
+    // In 3D, 37 nodes along x: the last interior node is lane 2 of its warp for every tiled
+    // shape, so that the interior pass fills both x walls itself.
+    let n = if dim == 2 { [67, 53, 1] } else { [37, 29, 23] };
     let cavity = HeatedCavity::nondimensional(1e5, 0.71, [0.0, -1.0, 0.0]).unwrap();
     let numerics = Numerics {
         cfl: 1.2,
@@ -177,13 +178,23 @@ fn heated_cavity_f64_matches_the_cpu() {
     if gpu() {
         matches_cpu("heated cavity 2D f64", &heated::<f64>(2), &untuned(), 1e-10);
         matches_cpu("heated cavity 3D f64", &heated::<f64>(3), &untuned(), 1e-10);
-        // Adiabatic x walls, which the interior pass fills itself (37 nodes along x: the
-        // last interior node is lane 2 of its warp, the first that can reach both nodes
-        // before it).
-        let mut problem = heated_on::<f64>(3, [37, 29, 23]);
+        // Adiabatic x walls, filled by the wall kernel (default shape) and by a tiled
+        // interior pass itself.
+        let mut problem = heated::<f64>(3);
         problem.sides[0] = SideBc::AdiabaticWall;
         problem.sides[1] = SideBc::AdiabaticWall;
         matches_cpu("adiabatic x walls 3D f64", &problem, &untuned(), 1e-10);
+        let tiled = CudaOptions {
+            tune: TuneMode::Fixed(LaunchShape::tiled([32, 4], 8).with_min_blocks(4)),
+            ..CudaOptions::default()
+        };
+        matches_cpu("adiabatic x walls 3D f64 tiled", &problem, &tiled, 1e-10);
+        matches_cpu(
+            "heated cavity 3D f64 tiled",
+            &heated::<f64>(3),
+            &tiled,
+            1e-10,
+        );
     }
 }
 
