@@ -192,6 +192,8 @@ pub fn candidates(dim: usize) -> Vec<LaunchShape> {
             t([64, 4], 16).with_min_blocks(2),
             t([64, 4], 8).with_min_blocks(2),
             t([64, 4], 32).with_min_blocks(2),
+            t([64, 4], 64).with_min_blocks(2),
+            t([64, 4], 128).with_min_blocks(2),
             t([64, 2], 16).with_min_blocks(4),
             t([64, 2], 32).with_min_blocks(4),
         ]
