@@ -159,7 +159,7 @@ __device__ __forceinline__ void ring_cell(int h, int& di, int& dj) {
 }
 
 // The ring around a tile: REACH nodes deep for p, one for the other variables, as one list
-// that the block's threads share out, RING_ITEMS per thread.
+// that the block's threads share out, PER_THREAD cells each at most.
 template <bool ENERGY>
 struct Ring {
     static constexpr int P_CELLS = 2 * REACH * (BLOCK_X + BLOCK_Y);
