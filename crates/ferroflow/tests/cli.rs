@@ -5,13 +5,14 @@ use assert_cmd::cargo::cargo_bin_cmd;
 use assert_cmd::Command;
 use ferroflow_solver::case::{builtin, KEYS};
 use ferroflow_solver::Case;
-use serde_json::Value;
 use std::fs;
 use std::path::Path;
 use std::process::{Child, Stdio};
-use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tempfile::TempDir;
+
+mod common;
+use common::{summary, wait_exit, wait_for};
 
 fn ferroflow(dir: &Path) -> Command {
     let mut cmd = cargo_bin_cmd!("ferroflow");
@@ -28,19 +29,6 @@ fn spawn(dir: &Path, args: &[&str]) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("ferroflow starts")
-}
-
-/// Waits until `path` exists; panics after `limit`.
-fn wait_for(path: &Path, limit: Duration) {
-    let start = Instant::now();
-    while !path.exists() {
-        assert!(start.elapsed() < limit, "{} did not appear", path.display());
-        sleep(Duration::from_millis(5));
-    }
-}
-
-fn summary(dir: &Path) -> Value {
-    serde_json::from_str(&fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
 }
 
 fn stderr_of(cmd: &mut Command) -> (Option<i32>, String) {
@@ -443,17 +431,7 @@ fn sigint_stops_with_a_checkpoint_results_and_exit_130() {
         .status()
         .unwrap();
     assert!(sent.success());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no exit after SIGINT"
-        );
-        sleep(Duration::from_millis(20));
-    };
+    let status = wait_exit(&mut child, Duration::from_secs(30), "SIGINT");
     assert_eq!(status.code(), Some(130));
     let s = summary(&out);
     assert_eq!(

@@ -3,6 +3,9 @@
 //! one exit code, and all stop at a signal that reaches only one of them. Without mpirun the
 //! tests are skipped, unless FERROFLOW_REQUIRE_MPI=1 (CI), where they fail.
 
+#[cfg(feature = "mpi")]
+mod common;
+
 /// Whether the MPI tests must run (CI).
 fn required() -> bool {
     std::env::var("FERROFLOW_REQUIRE_MPI").as_deref() == Ok("1")
@@ -19,13 +22,12 @@ fn mpi_tests_are_built() {
 
 #[cfg(feature = "mpi")]
 mod under_mpirun {
+    use super::common::{summary, wait_exit, wait_for};
     use super::required;
     use assert_cmd::cargo::cargo_bin_cmd;
-    use serde_json::Value;
     use std::fs;
     use std::path::Path;
     use std::process::{Command, Output, Stdio};
-    use std::thread::sleep;
     use std::time::{Duration, Instant};
     use tempfile::TempDir;
 
@@ -52,10 +54,6 @@ mod under_mpirun {
             .args(["-np", &np.to_string(), env!("CARGO_BIN_EXE_ferroflow")])
             .args(args);
         Some(cmd)
-    }
-
-    fn summary(dir: &Path) -> Value {
-        serde_json::from_str(&fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
     }
 
     fn stderr(out: &Output) -> String {
@@ -174,26 +172,15 @@ mod under_mpirun {
             .unwrap();
         let out = tmp.path().join("out");
         let start = Instant::now();
-        while !out.join("checkpoint.ffcp").exists() {
-            assert!(start.elapsed() < Duration::from_secs(60), "no checkpoint");
-            sleep(Duration::from_millis(5));
-        }
+        let limit = Duration::from_secs(60);
+        wait_for(&out.join("checkpoint.ffcp"), limit);
         // mpirun starts the processes as its children; SIGTERM to the last one only.
         let children = format!("/proc/{0}/task/{0}/children", job.id());
         let children = fs::read_to_string(children).unwrap();
         let last = children.split_whitespace().last().expect("a process");
         let sent = Command::new("kill").args(["-TERM", last]).status().unwrap();
         assert!(sent.success());
-        let status = loop {
-            if let Some(status) = job.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "no exit after SIGTERM"
-            );
-            sleep(Duration::from_millis(20));
-        };
+        let status = wait_exit(&mut job, limit.saturating_sub(start.elapsed()), "SIGTERM");
         assert_eq!(status.code(), Some(130));
         let s = summary(&out);
         assert_eq!(s["status"], "interrupted");
