@@ -38,6 +38,21 @@ pub enum ProblemError {
     },
 }
 
+impl ProblemError {
+    /// `value` if it is finite and above zero, else the error naming parameter `name`.
+    pub fn positive(name: &'static str, value: f64) -> Result<f64, ProblemError> {
+        if value > 0.0 && value.is_finite() {
+            Ok(value)
+        } else {
+            Err(ProblemError::OutOfRange {
+                name,
+                value,
+                allowed: "a finite value > 0",
+            })
+        }
+    }
+}
+
 /// A failure inside a backend.
 #[derive(Debug, Error)]
 pub enum BackendError {

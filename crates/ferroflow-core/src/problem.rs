@@ -22,6 +22,18 @@ pub struct Numerics {
     pub c4: f64,
 }
 
+impl Default for Numerics {
+    /// The built-in cases' settings: CFL 0.8, κ = 1, U_ref = 1, C4 = 0.02.
+    fn default() -> Numerics {
+        Numerics {
+            cfl: 0.8,
+            kappa: 1.0,
+            u_ref: 1.0,
+            c4: 0.02,
+        }
+    }
+}
+
 /// One of the `2 × dim` sides of a block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -141,10 +153,10 @@ impl<R: Real> Problem<R> {
                     min: MIN_NODES,
                 });
             }
-            positive("grid.length", lengths[d])?;
+            ProblemError::positive("grid.length", lengths[d])?;
         }
-        positive("physics.viscosity", physics.viscosity)?;
-        positive("physics.density", physics.density)?;
+        ProblemError::positive("physics.viscosity", physics.viscosity)?;
+        ProblemError::positive("physics.density", physics.density)?;
         if !(numerics.cfl > 0.0 && numerics.cfl <= 2.0) {
             return Err(ProblemError::OutOfRange {
                 name: "numerics.cfl",
@@ -152,8 +164,8 @@ impl<R: Real> Problem<R> {
                 allowed: "0 < cfl <= 2",
             });
         }
-        positive("numerics.kappa", numerics.kappa)?;
-        positive("numerics.u_ref", numerics.u_ref)?;
+        ProblemError::positive("numerics.kappa", numerics.kappa)?;
+        ProblemError::positive("numerics.u_ref", numerics.u_ref)?;
         if !(0.0..=0.25).contains(&numerics.c4) {
             return Err(ProblemError::OutOfRange {
                 name: "numerics.c4",
@@ -188,7 +200,7 @@ impl<R: Real> Problem<R> {
     /// Adds the energy equation; `initial` must hold T after the velocity components, and its
     /// boundary-node values are the temperatures of the isothermal walls.
     pub fn with_energy(mut self, energy: Energy) -> Result<Problem<R>, ProblemError> {
-        positive("physics.diffusivity", energy.diffusivity)?;
+        ProblemError::positive("physics.diffusivity", energy.diffusivity)?;
         for x in energy.buoyancy.into_iter().chain([energy.t_ref]) {
             if !x.is_finite() {
                 return Err(ProblemError::OutOfRange {
@@ -262,17 +274,5 @@ impl<R: Real> Problem<R> {
         let p = &mut fields.vars[0];
         let p_ref = p[self.pressure_ref_offset()];
         p.iter_mut().for_each(|x| *x = *x - p_ref);
-    }
-}
-
-fn positive(name: &'static str, value: f64) -> Result<(), ProblemError> {
-    if value > 0.0 && value.is_finite() {
-        Ok(())
-    } else {
-        Err(ProblemError::OutOfRange {
-            name,
-            value,
-            allowed: "a finite value > 0",
-        })
     }
 }

@@ -605,9 +605,7 @@ mod tests {
         use ferroflow_core::Backend;
         let numerics = ferroflow_core::Numerics {
             cfl: 0.5,
-            kappa: 1.0,
-            u_ref: 1.0,
-            c4: 0.02,
+            ..ferroflow_core::Numerics::default()
         };
         let heated =
             ferroflow_solver::convection::HeatedCavity::nondimensional(1e4, 0.71, [0.0, -1.0, 0.0])

@@ -28,7 +28,7 @@
 //! use ferroflow_core::{Backend, Numerics};
 //! use ferroflow_cuda::{copy_bandwidth, CudaBackend, CudaOptions};
 //!
-//! let numerics = Numerics { cfl: 0.8, kappa: 1.0, u_ref: 1.0, c4: 0.02 };
+//! let numerics = Numerics::default();
 //! let problem = ferroflow_solver::cavity::lid_driven::<f64>(2, [4097; 3], 1000.0, 1.0, numerics)?;
 //! let bandwidth = copy_bandwidth(0, 1 << 30, 20)?;
 //! let mut backend = CudaBackend::new(&problem, &CudaOptions::default())?;

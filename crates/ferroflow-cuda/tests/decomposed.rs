@@ -15,13 +15,6 @@ use ferroflow_parallel::{Decomposed, InProcess};
 use ferroflow_solver::cavity::lid_driven;
 use ferroflow_solver::convection::HeatedCavity;
 
-const NUMERICS: Numerics = Numerics {
-    cfl: 0.8,
-    kappa: 1.0,
-    u_ref: 1.0,
-    c4: 0.02,
-};
-
 fn gpus() -> Option<Vec<usize>> {
     match probe() {
         Ok(device) => {
@@ -120,9 +113,9 @@ fn check(problem: &Problem<f64>, cuts: &[[usize; 3]], devices: &[usize]) {
 #[test]
 fn lid_driven_cavity_decomposed() {
     let Some(devices) = gpus() else { return };
-    let p2 = lid_driven::<f64>(2, [67, 61, 1], 100.0, 1.0, NUMERICS).unwrap();
+    let p2 = lid_driven::<f64>(2, [67, 61, 1], 100.0, 1.0, Numerics::default()).unwrap();
     check(&p2, &[[2, 1, 1], [1, 2, 1], [3, 2, 1]], &devices);
-    let p3 = lid_driven::<f64>(3, [33, 29, 31], 100.0, 1.0, NUMERICS).unwrap();
+    let p3 = lid_driven::<f64>(3, [33, 29, 31], 100.0, 1.0, Numerics::default()).unwrap();
     check(&p3, &[[1, 1, 2], [2, 1, 1], [1, 2, 2], [2, 2, 2]], &devices);
 }
 
@@ -130,6 +123,8 @@ fn lid_driven_cavity_decomposed() {
 fn buoyancy_driven_cavity_decomposed() {
     let Some(devices) = gpus() else { return };
     let bdc = HeatedCavity::nondimensional(1e5, 0.71, [0.0, -1.0, 0.0]).unwrap();
-    let p3 = bdc.problem::<f64>(3, [25, 25, 25], NUMERICS).unwrap();
+    let p3 = bdc
+        .problem::<f64>(3, [25, 25, 25], Numerics::default())
+        .unwrap();
     check(&p3, &[[1, 1, 2], [2, 2, 1]], &devices);
 }

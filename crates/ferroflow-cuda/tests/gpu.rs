@@ -11,13 +11,6 @@ use ferroflow_cuda::{
 use ferroflow_solver::convection::HeatedCavity;
 use ferroflow_solver::{cavity, mms::Manufactured};
 
-const NUMERICS: Numerics = Numerics {
-    cfl: 0.8,
-    kappa: 1.0,
-    u_ref: 1.0,
-    c4: 0.02,
-};
-
 /// Iterations per `advance` call, as the driver makes them: the first alone, then chunks
 /// (1000 in all).
 const CHUNKS: [usize; 11] = [1, 100, 100, 100, 100, 100, 100, 100, 100, 100, 99];
@@ -127,12 +120,14 @@ fn matches_cpu<R: Real>(label: &str, problem: &Problem<R>, options: &CudaOptions
 fn cavity<R: Real>(dim: usize) -> Problem<R> {
     // Odd, unequal sizes: partial thread blocks on every axis.
     let n = if dim == 2 { [67, 53, 1] } else { [35, 29, 23] };
-    cavity::lid_driven::<R>(dim, n, 100.0, 1.0, NUMERICS).unwrap()
+    cavity::lid_driven::<R>(dim, n, 100.0, 1.0, Numerics::default()).unwrap()
 }
 
 fn manufactured<R: Real>(dim: usize) -> Problem<R> {
     let n = if dim == 2 { 65 } else { 25 };
-    Manufactured::new(dim).problem::<R>(n, NUMERICS).unwrap()
+    Manufactured::new(dim)
+        .problem::<R>(n, Numerics::default())
+        .unwrap()
 }
 
 /// The buoyancy-driven cavity of the built-in cases (Ra = 1e5, Pr = 0.71): isothermal and
@@ -145,7 +140,7 @@ fn heated<R: Real>(dim: usize) -> Problem<R> {
     let numerics = Numerics {
         cfl: 1.2,
         kappa: 0.1,
-        ..NUMERICS
+        ..Numerics::default()
     };
     cavity.problem::<R>(dim, n, numerics).unwrap()
 }
@@ -153,7 +148,7 @@ fn heated<R: Real>(dim: usize) -> Problem<R> {
 fn manufactured_energy<R: Real>(dim: usize) -> Problem<R> {
     let n = if dim == 2 { 65 } else { 25 };
     Manufactured::with_energy(dim)
-        .problem::<R>(n, NUMERICS)
+        .problem::<R>(n, Numerics::default())
         .unwrap()
 }
 

@@ -9,13 +9,6 @@ use ferroflow_solver::cavity::lid_driven;
 use ferroflow_solver::convection::HeatedCavity;
 use ferroflow_solver::mms::Manufactured;
 
-const NUMERICS: Numerics = Numerics {
-    cfl: 0.8,
-    kappa: 1.0,
-    u_ref: 1.0,
-    c4: 0.02,
-};
-
 /// Runs `iterations` on one block and on `blocks`; asserts every node of every variable is
 /// identical and the residuals agree to rounding.
 fn check(problem: &Problem<f64>, blocks: [usize; 3], iterations: usize) {
@@ -47,7 +40,7 @@ fn check(problem: &Problem<f64>, blocks: [usize; 3], iterations: usize) {
 
 #[test]
 fn lid_driven_cavity_2d() {
-    let p = lid_driven::<f64>(2, [33, 31, 1], 100.0, 1.0, NUMERICS).unwrap();
+    let p = lid_driven::<f64>(2, [33, 31, 1], 100.0, 1.0, Numerics::default()).unwrap();
     for blocks in [[2, 1, 1], [1, 3, 1], [3, 2, 1]] {
         check(&p, blocks, 1000);
     }
@@ -55,7 +48,7 @@ fn lid_driven_cavity_2d() {
 
 #[test]
 fn lid_driven_cavity_3d() {
-    let p = lid_driven::<f64>(3, [15, 17, 13], 100.0, 1.0, NUMERICS).unwrap();
+    let p = lid_driven::<f64>(3, [15, 17, 13], 100.0, 1.0, Numerics::default()).unwrap();
     for blocks in [[1, 1, 2], [2, 1, 1], [1, 3, 2], [2, 2, 2]] {
         check(&p, blocks, 1000);
     }
@@ -64,18 +57,24 @@ fn lid_driven_cavity_3d() {
 #[test]
 fn buoyancy_driven_cavity() {
     let bdc = HeatedCavity::nondimensional(1e4, 0.71, [0.0, -1.0, 0.0]).unwrap();
-    let p2 = bdc.problem::<f64>(2, [25, 25, 1], NUMERICS).unwrap();
+    let p2 = bdc
+        .problem::<f64>(2, [25, 25, 1], Numerics::default())
+        .unwrap();
     check(&p2, [2, 2, 1], 1000);
-    let p3 = bdc.problem::<f64>(3, [13, 13, 13], NUMERICS).unwrap();
+    let p3 = bdc
+        .problem::<f64>(3, [13, 13, 13], Numerics::default())
+        .unwrap();
     check(&p3, [2, 1, 2], 1000);
 }
 
 #[test]
 fn manufactured_solution_with_sources() {
     let p = Manufactured::with_energy(3)
-        .problem::<f64>(13, NUMERICS)
+        .problem::<f64>(13, Numerics::default())
         .unwrap();
     check(&p, [3, 1, 1], 500);
-    let p = Manufactured::new(2).problem::<f64>(21, NUMERICS).unwrap();
+    let p = Manufactured::new(2)
+        .problem::<f64>(21, Numerics::default())
+        .unwrap();
     check(&p, [1, 2, 1], 1000);
 }

@@ -119,7 +119,7 @@ pub struct NumericsSpec {
 }
 
 /// Compute backends a case can ask for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     /// All CPU cores.
@@ -131,7 +131,7 @@ pub enum BackendKind {
 }
 
 /// Floating-point precision of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     /// Double precision.
@@ -170,7 +170,7 @@ pub struct OutputSpec {
 }
 
 /// How GPU blocks exchange halos.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Exchange {
     /// Device to device.
@@ -687,7 +687,7 @@ impl Case {
     }
 
     /// Nodes per axis as a 3-array (axis 2 = 1 in 2D).
-    fn nodes(&self) -> Result<[usize; 3], ProblemError> {
+    pub fn nodes(&self) -> Result<[usize; 3], ProblemError> {
         let dim = self.grid.dim;
         if !(2..=3).contains(&dim) {
             return Err(ProblemError::Dimension(dim));
@@ -809,14 +809,8 @@ impl Case {
         match self.case.kind {
             CaseKind::LidDrivenCavity => {
                 // Checked here, by its own name: it also sets the viscosity and U_ref.
-                let lid = self.physics.lid_velocity;
-                if !(lid > 0.0 && lid.is_finite()) {
-                    return Err(ProblemError::OutOfRange {
-                        name: "physics.lid_velocity",
-                        value: lid,
-                        allowed: "a finite value > 0",
-                    });
-                }
+                let lid =
+                    ProblemError::positive("physics.lid_velocity", self.physics.lid_velocity)?;
                 cavity::lid_driven(
                     self.grid.dim,
                     n,

@@ -11,13 +11,7 @@ pub fn lid_driven<R: Real>(
     lid: f64,
     numerics: Numerics,
 ) -> Result<Problem<R>, ProblemError> {
-    if !(reynolds > 0.0 && reynolds.is_finite()) {
-        return Err(ProblemError::OutOfRange {
-            name: "physics.reynolds",
-            value: reynolds,
-            allowed: "a finite value > 0",
-        });
-    }
+    ProblemError::positive("physics.reynolds", reynolds)?;
     let layout = Layout::new(dim, n);
     let mut initial = Fields::zeros(layout, 1 + dim);
     layout.for_each_node(|_, j, _, o| {
@@ -103,9 +97,7 @@ mod tests {
     fn interpolation_is_exact_for_linear_fields() {
         let num = Numerics {
             cfl: 0.5,
-            kappa: 1.0,
-            u_ref: 1.0,
-            c4: 0.02,
+            ..Numerics::default()
         };
         let mut p = lid_driven::<f64>(3, [6, 7, 8], 100.0, 1.0, num).unwrap();
         let l = p.layout;

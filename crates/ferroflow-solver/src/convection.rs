@@ -41,22 +41,10 @@ pub struct HeatedCavity {
     pub buoyancy: [f64; 3],
 }
 
-fn finite_positive(name: &'static str, value: f64) -> Result<f64, ProblemError> {
-    if value > 0.0 && value.is_finite() {
-        Ok(value)
-    } else {
-        Err(ProblemError::OutOfRange {
-            name,
-            value,
-            allowed: "a finite value > 0",
-        })
-    }
-}
-
 /// Length of `gravity`, which must be finite and not zero.
 fn magnitude(gravity: [f64; 3]) -> Result<f64, ProblemError> {
     let g = gravity.iter().map(|g| g * g).sum::<f64>().sqrt();
-    finite_positive("physics.gravity", g)
+    ProblemError::positive("physics.gravity", g)
 }
 
 impl HeatedCavity {
@@ -67,8 +55,8 @@ impl HeatedCavity {
         prandtl: f64,
         gravity: [f64; 3],
     ) -> Result<HeatedCavity, ProblemError> {
-        let rayleigh = finite_positive("physics.rayleigh", rayleigh)?;
-        let prandtl = finite_positive("physics.prandtl", prandtl)?;
+        let rayleigh = ProblemError::positive("physics.rayleigh", rayleigh)?;
+        let prandtl = ProblemError::positive("physics.prandtl", prandtl)?;
         let g = magnitude(gravity)?;
         Ok(HeatedCavity {
             rayleigh,
@@ -91,12 +79,12 @@ impl HeatedCavity {
         prandtl: f64,
         delta_t: f64,
     ) -> Result<HeatedCavity, ProblemError> {
-        let length = finite_positive("physics.length", length)?;
+        let length = ProblemError::positive("physics.length", length)?;
         let g = magnitude(gravity)?;
-        let expansion = finite_positive("physics.expansion", expansion)?;
-        let viscosity = finite_positive("physics.viscosity", viscosity)?;
-        let prandtl = finite_positive("physics.prandtl", prandtl)?;
-        let delta_t = finite_positive("physics.delta_t", delta_t)?;
+        let expansion = ProblemError::positive("physics.expansion", expansion)?;
+        let viscosity = ProblemError::positive("physics.viscosity", viscosity)?;
+        let prandtl = ProblemError::positive("physics.prandtl", prandtl)?;
+        let delta_t = ProblemError::positive("physics.delta_t", delta_t)?;
         let diffusivity = viscosity / prandtl;
         Ok(HeatedCavity {
             rayleigh: g * expansion * delta_t * length.powi(3) / (viscosity * diffusivity),
@@ -351,9 +339,7 @@ mod tests {
     fn conduction_gives_nusselt_one_and_no_imbalance() {
         let num = Numerics {
             cfl: 0.5,
-            kappa: 1.0,
-            u_ref: 1.0,
-            c4: 0.02,
+            ..Numerics::default()
         };
         let cavity =
             HeatedCavity::dimensional(2.0, [0.0, -9.81, 0.0], 1e-3, 1e-3, 0.7, 4.0).unwrap();

@@ -14,4 +14,6 @@ pub mod simulation;
 pub mod vtk;
 
 pub use case::{Case, CaseError};
-pub use simulation::{Flow, Outcome, Progress, Simulation, SolveError, StopCriteria};
+pub use simulation::{
+    Callback, Flow, Outcome, Progress, RunError, Schedule, Simulation, SolveError, StopCriteria,
+};

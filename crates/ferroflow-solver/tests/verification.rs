@@ -9,14 +9,15 @@ use ferroflow_solver::cavity::{centrelines, lid_driven, max_deviation};
 use ferroflow_solver::convection::HeatTransfer;
 use ferroflow_solver::mms::{study, Manufactured, MmsRow};
 use ferroflow_solver::reference::{albensoeder_kuhlmann, ghia};
-use ferroflow_solver::{Flow, Simulation, StopCriteria};
+use ferroflow_solver::{Simulation, StopCriteria};
 
-const NUMERICS: Numerics = Numerics {
-    cfl: 1.0,
-    kappa: 1.0,
-    u_ref: 1.0,
-    c4: 0.02,
-};
+/// The scheme settings of these tests.
+fn numerics() -> Numerics {
+    Numerics {
+        cfl: 1.0,
+        ..Numerics::default()
+    }
+}
 
 /// Iterates to `tolerance` on all cores; panics if the run does not converge.
 fn converge<R: Real>(problem: &Problem<R>, tolerance: f64, threads: usize) -> Fields<R> {
@@ -28,7 +29,7 @@ fn converge<R: Real>(problem: &Problem<R>, tolerance: f64, threads: usize) -> Fi
     };
     let mut sim = Simulation::new(stop);
     let outcome = sim
-        .run(&mut backend, problem.variable_names(), |_| Flow::Continue)
+        .run_plain(&mut backend, problem.variable_names())
         .unwrap();
     assert!(
         outcome.converged,
@@ -41,7 +42,7 @@ fn converge<R: Real>(problem: &Problem<R>, tolerance: f64, threads: usize) -> Fi
 }
 
 fn mms_orders(mms: Manufactured, sizes: &[usize]) -> Vec<MmsRow> {
-    let rows = study::<f64>(&mms, sizes, NUMERICS, |p| Ok(converge(p, 1e-11, 0))).unwrap();
+    let rows = study::<f64>(&mms, sizes, numerics(), |p| Ok(converge(p, 1e-11, 0))).unwrap();
     for r in &rows {
         eprintln!("{r:?}");
     }
@@ -226,8 +227,8 @@ fn cavity_3d_re100_converges_with_spanwise_symmetry() {
 
 #[test]
 fn f32_and_f64_agree_in_velocity() {
-    let p64 = lid_driven::<f64>(2, [65; 3], 100.0, 1.0, NUMERICS).unwrap();
-    let p32 = lid_driven::<f32>(2, [65; 3], 100.0, 1.0, NUMERICS).unwrap();
+    let p64 = lid_driven::<f64>(2, [65; 3], 100.0, 1.0, numerics()).unwrap();
+    let p32 = lid_driven::<f32>(2, [65; 3], 100.0, 1.0, numerics()).unwrap();
     let (f64s, f32s) = (converge(&p64, 1e-8, 0), converge(&p32, 1e-5, 0));
     let mut worst = 0.0f64;
     p64.layout.for_each_node(|i, j, k, _| {
@@ -242,7 +243,7 @@ fn f32_and_f64_agree_in_velocity() {
 #[test]
 fn results_do_not_depend_on_the_thread_count() {
     for dim in [2, 3] {
-        let problem = lid_driven::<f64>(dim, [21, 17, 13], 400.0, 1.0, NUMERICS).unwrap();
+        let problem = lid_driven::<f64>(dim, [21, 17, 13], 400.0, 1.0, numerics()).unwrap();
         let run = |threads| {
             let mut b = CpuBackend::new(&problem, threads).unwrap();
             let r = b.advance(300).unwrap();
@@ -265,19 +266,19 @@ fn invalid_parameters_are_errors_not_panics() {
         lid_driven::<f64>(2, [n; 3], re, 1.0, numerics).unwrap_err()
     };
     assert!(matches!(
-        bad(NUMERICS, -5.0, 33),
+        bad(numerics(), -5.0, 33),
         ProblemError::OutOfRange {
             name: "physics.reynolds",
             ..
         }
     ));
     assert!(matches!(
-        bad(NUMERICS, 100.0, 4),
+        bad(numerics(), 100.0, 4),
         ProblemError::GridTooSmall { nodes: 4, .. }
     ));
     let zero_cfl = Numerics {
         cfl: 0.0,
-        ..NUMERICS
+        ..numerics()
     };
     assert!(matches!(
         bad(zero_cfl, 100.0, 33),
@@ -287,9 +288,9 @@ fn invalid_parameters_are_errors_not_panics() {
         }
     ));
     let mms = Manufactured::new(2);
-    let mut p = mms.problem::<f64>(9, NUMERICS).unwrap();
+    let mut p = mms.problem::<f64>(9, numerics()).unwrap();
     p.physics.viscosity = 0.0;
-    let p2 = Problem::new(p.layout, [1.0; 3], p.physics, NUMERICS, p.initial.clone());
+    let p2 = Problem::new(p.layout, [1.0; 3], p.physics, numerics(), p.initial.clone());
     assert!(matches!(
         p2.unwrap_err(),
         ProblemError::OutOfRange {

@@ -25,6 +25,14 @@ pub fn cuda_options(spec: &BackendSpec, tune: TuneMode) -> CudaOptions {
     }
 }
 
+/// The CUDA crate's name for a case's `parallel.exchange`.
+pub fn cuda_exchange(exchange: Exchange) -> ferroflow_cuda::Exchange {
+    match exchange {
+        Exchange::Peer => ferroflow_cuda::Exchange::Peer,
+        Exchange::Host => ferroflow_cuda::Exchange::Host,
+    }
+}
+
 /// A backend and the line saying what it is.
 type Chosen<R> = (Box<dyn Backend<Real = R>>, String);
 
@@ -73,18 +81,23 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
         // One process: the blocks stay on their devices and exchange halos there.
         let multi = MultiGpuOptions {
             devices: devices.clone(),
-            exchange: match parallel.exchange {
-                Exchange::Peer => ferroflow_cuda::Exchange::Peer,
-                Exchange::Host => ferroflow_cuda::Exchange::Host,
-            },
+            exchange: cuda_exchange(parallel.exchange),
             packing: parallel.packing,
             overlap: parallel.overlap,
             cuda: options,
         };
         let b = MultiGpu::new(problem, decomposition, &multi)?;
         let detail = format!(
-            "on devices {devices:?}, {:?} exchange, packing {}, overlap {}",
-            multi.exchange, multi.packing, multi.overlap
+            "on devices {devices:?}, {:?} exchange{}, packing {}, overlap {}, launch shape {}",
+            multi.exchange,
+            if b.peer_access() {
+                " (peer access)"
+            } else {
+                ""
+            },
+            multi.packing,
+            multi.overlap,
+            b.tuning()[0].chosen
         );
         let line = cut_line("cuda", b.decomposition(), &detail, processes);
         return Ok((Box::new(b), line));

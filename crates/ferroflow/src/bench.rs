@@ -1,14 +1,16 @@
 //! `ferroflow bench`: node updates per second of the whole iteration (interior pass, boundary
 //! fill, norms), against the memory-bandwidth roofline measured in the same run.
+use crate::backends::{cuda_exchange, cuda_probe, make_backend};
+use crate::run::value_name;
+use crate::world::World;
 use crate::Failure;
 use clap::Args;
 use ferroflow_core::decomposition::{Decomposition, Face};
 use ferroflow_core::Side;
 use ferroflow_core::{Backend, Numerics, Problem, Real};
-use ferroflow_cpu::CpuBackend;
-use ferroflow_cuda::{CudaBackend, CudaOptions, Exchange, MultiGpu, MultiGpuOptions, TuneMode};
-use ferroflow_parallel::{Decomposed, InProcess};
-use ferroflow_solver::case::builtin;
+use ferroflow_solver::case::{
+    builtin, BackendKind, BackendSpec, Exchange, ParallelSpec, Precision,
+};
 use ferroflow_solver::cavity;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -24,8 +26,8 @@ Examples:
   ferroflow bench --backend cuda --energy --n2d --n3d 257 --blocks 2,1,1 --devices 0,1 --weak")]
 pub struct BenchArgs {
     /// Backend to measure.
-    #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda"])]
-    backend: String,
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendKind,
     /// CPU threads (0 = all cores).
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -45,8 +47,8 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "193")]
     n3d: Vec<usize>,
     /// Precisions, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "f64,f32", value_parser = ["f64", "f32"])]
-    precision: Vec<String>,
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "f64,f32")]
+    precision: Vec<Precision>,
     /// Benchmark the buoyancy-driven cavity (energy equation on) instead of the lid-driven one.
     #[arg(long)]
     energy: bool,
@@ -63,8 +65,8 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',')]
     devices: Vec<usize>,
     /// How GPU halos travel: device to device, or staged through pinned host memory.
-    #[arg(long, default_value = "peer", value_parser = ["peer", "host"])]
-    exchange: String,
+    #[arg(long, value_enum, default_value = "peer")]
+    exchange: Exchange,
     /// Pack GPU faces into contiguous buffers (default: copy them as strided boxes).
     #[arg(long)]
     packing: bool,
@@ -75,13 +77,6 @@ pub struct BenchArgs {
     #[arg(long)]
     weak: bool,
 }
-
-const NUMERICS: Numerics = Numerics {
-    cfl: 0.8,
-    kappa: 1.0,
-    u_ref: 1.0,
-    c4: 0.02,
-};
 
 /// Median of `repeats` timings of `f`, seconds.
 fn median_seconds(
@@ -130,7 +125,8 @@ fn problem<R: Real>(args: &BenchArgs, dim: usize, n: usize) -> Result<Problem<R>
     // Weak scaling: every block owns n - 2 nodes per axis, as one block of n nodes does.
     let nodes = blocks.map(|p| if args.weak { p * (n - 2) + 2 } else { n });
     if !args.energy {
-        return cavity::lid_driven::<R>(dim, nodes, 1000.0, 1.0, NUMERICS).map_err(Failure::input);
+        return cavity::lid_driven::<R>(dim, nodes, 1000.0, 1.0, Numerics::default())
+            .map_err(Failure::input);
     }
     let mut case = builtin(if dim == 2 { "bdc2d" } else { "bdc3d" }).expect("built-in case");
     case.grid.nodes = nodes[..dim].to_vec();
@@ -148,83 +144,42 @@ fn block_counts(args: &BenchArgs, dim: usize) -> [usize; 3] {
     b
 }
 
-/// The GPUs of the run.
-fn devices(args: &BenchArgs) -> Vec<usize> {
-    if args.devices.is_empty() {
-        vec![args.device]
-    } else {
-        args.devices.clone()
-    }
+/// The backend and parallel settings of the benchmark, as a case would give them.
+fn specs(args: &BenchArgs, precision: Precision) -> (BackendSpec, ParallelSpec) {
+    let backend = BackendSpec {
+        kind: args.backend,
+        precision,
+        threads: args.threads,
+        device: args.device,
+        tune: !args.no_tune,
+        fmad: args.fmad,
+    };
+    let parallel = ParallelSpec {
+        devices: args.devices.clone(),
+        exchange: args.exchange,
+        packing: args.packing,
+        overlap: !args.no_overlap,
+        ..ParallelSpec::default()
+    };
+    (backend, parallel)
 }
 
-/// Sets up the backend for `problem`; returns it with a description.
+/// Sets up the backend for `problem` (through the program's one factory); returns it with a
+/// description.
 fn backend<R: Real>(
     args: &BenchArgs,
     problem: &Problem<R>,
 ) -> Result<(Box<dyn Backend<Real = R>>, String), Failure> {
     let l = problem.layout;
-    let decomposition = args
-        .blocks
-        .as_ref()
-        .map(|_| Decomposition::new(l.dim, l.n, block_counts(args, l.dim)))
-        .transpose()
-        .map_err(Failure::input)?;
-    if args.backend == "cpu" {
-        let Some(d) = decomposition else {
-            let b = CpuBackend::new(problem, args.threads).map_err(Failure::runtime)?;
-            let what = format!("{} threads", b.threads());
-            return Ok((Box::new(b), what));
-        };
-        let what = format!(
-            "blocks {:?}, {} threads each",
-            d.blocks,
-            args.threads.max(1)
-        );
-        let b = Decomposed::new(problem, d, InProcess, |p, _| {
-            CpuBackend::new(p, args.threads.max(1))
-        })
-        .map_err(Failure::runtime)?;
-        return Ok((Box::new(b), what));
-    }
-    let tune = if args.no_tune {
-        TuneMode::Off
+    let decomposition =
+        Decomposition::new(l.dim, l.n, block_counts(args, l.dim)).map_err(Failure::input)?;
+    let precision = if R::NAME == "f32" {
+        Precision::F32
     } else {
-        TuneMode::Cached
+        Precision::F64
     };
-    let options = CudaOptions {
-        device: args.device,
-        tune,
-        fmad: args.fmad,
-        ..CudaOptions::default()
-    };
-    if let Some(d) = decomposition {
-        let multi = MultiGpuOptions {
-            devices: devices(args),
-            exchange: exchange(args),
-            packing: args.packing,
-            overlap: !args.no_overlap,
-            cuda: options,
-        };
-        let b = MultiGpu::new(problem, d, &multi).map_err(Failure::runtime)?;
-        let what = format!(
-            "blocks {:?} on GPUs {:?}, {} exchange{}, packing {}, overlap {}, shape {}",
-            b.decomposition().blocks,
-            multi.devices,
-            args.exchange,
-            if b.peer_access() {
-                " (peer access)"
-            } else {
-                ""
-            },
-            multi.packing,
-            multi.overlap,
-            b.tuning()[0].chosen
-        );
-        return Ok((Box::new(b), what));
-    }
-    let b = CudaBackend::new(problem, &options).map_err(Failure::runtime)?;
-    let shape = format!("shape {}", b.tuning().chosen);
-    Ok((Box::new(b), shape))
+    let (spec, parallel) = specs(args, precision);
+    make_backend(problem, &spec, &parallel, decomposition, &World::alone())
 }
 
 fn bench_case<R: Real>(
@@ -251,7 +206,7 @@ fn bench_case<R: Real>(
     let roofline = bandwidth / bytes;
     println!(
         "{:<4} {dim}D {:>15} {:>4} {:>9.3} G node-updates/s {:>6.1}% of roofline {:>9.3} ms/iteration  ({:.0} B/node; halo {:.2} MB/iteration; {iters} iterations x {}; {what})",
-        args.backend,
+        value_name(args.backend),
         format!("{:?}", &problem.layout.n[..dim]),
         R::NAME,
         rate / 1e9,
@@ -286,16 +241,14 @@ fn halo_bytes<R: Real>(problem: &Problem<R>, args: &BenchArgs) -> f64 {
     (values * R::BYTES) as f64
 }
 
-fn exchange(args: &BenchArgs) -> Exchange {
-    if args.exchange == "host" {
-        Exchange::Host
-    } else {
-        Exchange::Peer
+pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
+    if args.backend == BackendKind::Auto {
+        args.backend = match cuda_probe() {
+            Ok(_) => BackendKind::Cuda,
+            Err(_) => BackendKind::Cpu,
+        };
     }
-}
-
-pub fn bench(args: BenchArgs) -> Result<(), Failure> {
-    let bandwidth = if args.backend == "cpu" {
+    let bandwidth = if args.backend == BackendKind::Cpu {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(args.threads)
             .build()
@@ -315,16 +268,13 @@ pub fn bench(args: BenchArgs) -> Result<(), Failure> {
             "cuda: {device}\ncopy bandwidth {:.1} GB/s (bytes read + written, device to device)",
             bw / 1e9
         );
-        let gpus = devices(&args);
-        if gpus.len() > 1 {
-            let link =
-                ferroflow_cuda::link_bandwidth(gpus[0], gpus[1], exchange(&args), 64 << 20, 10)
-                    .map_err(Failure::runtime)?;
+        if let [first, second, ..] = args.devices[..] {
+            let exchange = cuda_exchange(args.exchange);
+            let link = ferroflow_cuda::link_bandwidth(first, second, exchange, 64 << 20, 10)
+                .map_err(Failure::runtime)?;
             println!(
-                "link GPU {} -> GPU {} ({}): {:.1} GB/s one way (64 MiB copies)",
-                gpus[0],
-                gpus[1],
-                args.exchange,
+                "link GPU {first} -> GPU {second} ({}): {:.1} GB/s one way (64 MiB copies)",
+                value_name(args.exchange),
                 link / 1e9
             );
         }
@@ -333,9 +283,9 @@ pub fn bench(args: BenchArgs) -> Result<(), Failure> {
     for (dim, sizes) in [(2, &args.n2d), (3, &args.n3d)] {
         for &n in sizes.iter() {
             for p in &args.precision {
-                match p.as_str() {
-                    "f64" => bench_case::<f64>(&args, dim, n, bandwidth)?,
-                    _ => bench_case::<f32>(&args, dim, n, bandwidth)?,
+                match p {
+                    Precision::F64 => bench_case::<f64>(&args, dim, n, bandwidth)?,
+                    Precision::F32 => bench_case::<f32>(&args, dim, n, bandwidth)?,
                 }
             }
         }

@@ -2,6 +2,7 @@
 mod backends;
 mod bench;
 mod cases;
+mod check;
 mod info;
 mod input;
 mod plot;
@@ -29,6 +30,7 @@ Examples:
   ferroflow run cavity2d-re1000 --precision f32   # a built-in case in single precision
   ferroflow run my-case.toml --set numerics.cfl=1.2 --out study/cfl1.2
   ferroflow run --restart ferroflow-out/cavity2d-re100   # continue from the last checkpoint
+  ferroflow check my-case.toml                    # validate and size a case, run nothing
   ferroflow cases show cavity3d-re100 > my-case.toml     # start a new case from a built-in one
   ferroflow info                                  # version, CPU threads, GPU backends
 
@@ -43,6 +45,15 @@ struct Cli {
 enum Command {
     /// Run a case (a TOML file or a built-in case name; default: cavity2d-re100).
     Run(run::RunArgs),
+    /// Check a case as `run` would take it (same arguments), without running it: the resolved
+    /// settings, the memory it needs, the backend and the output directory.
+    #[command(after_help = "\
+Examples:
+  ferroflow check cavity3d-re1000 --set 'grid.nodes=[513,513,513]'
+  ferroflow check my-case.toml --backend cuda --out results/run1
+
+Exit codes: 0 valid, 2 bad input (named with file, key and value).")]
+    Check(run::RunArgs),
     /// List the built-in cases, or print one with every key commented.
     Cases(cases::CasesArgs),
     /// Verification studies: manufactured solutions and cavity benchmarks.
@@ -101,6 +112,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Check(args) => check::check(args),
         Command::Cases(args) => cases::cases(args),
         Command::Verify(cmd) => verify::verify(cmd),
         Command::Bench(args) => bench::bench(args),

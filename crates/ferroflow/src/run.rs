@@ -8,10 +8,10 @@ use crate::world::World;
 use crate::Failure;
 use clap::Args;
 use ferroflow_core::{Backend, Fields, Problem, Real};
-use ferroflow_solver::case::{CaseKind, Precision};
+use ferroflow_solver::case::{BackendKind, CaseKind, Precision};
 use ferroflow_solver::checkpoint::{self, Checkpoint};
 use ferroflow_solver::output::{Status, Summary};
-use ferroflow_solver::{Flow, Simulation, SolveError};
+use ferroflow_solver::{Callback, Flow, RunError, Schedule, Simulation, SolveError};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -39,11 +39,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Compute backend, overriding the case.
-    #[arg(long, value_parser = ["cpu", "cuda", "auto"])]
-    backend: Option<String>,
+    #[arg(long, value_enum)]
+    backend: Option<BackendKind>,
     /// Floating-point precision, overriding the case.
-    #[arg(long, value_parser = ["f64", "f32"])]
-    precision: Option<String>,
+    #[arg(long, value_enum)]
+    precision: Option<Precision>,
     /// CPU threads (0 = all cores), overriding the case.
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
@@ -83,14 +83,14 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 }
 
 /// The job the arguments describe.
-fn job(args: RunArgs, world: &World) -> Result<Job<'_>, Failure> {
+pub fn job(args: RunArgs, world: &World) -> Result<Job<'_>, Failure> {
     let interrupt = Interrupt::install().map_err(Failure::runtime)?;
     let restart = args.restart.as_deref().map(read_checkpoint).transpose()?;
     // The flags are shorthands for overrides, applied after the --set ones.
     let mut overrides = args.set;
     let flags = [
-        ("backend.kind", args.backend),
-        ("backend.precision", args.precision),
+        ("backend.kind", args.backend.map(value_name)),
+        ("backend.precision", args.precision.map(value_name)),
         ("backend.threads", args.threads.map(|t| t.to_string())),
         ("backend.tune", args.no_tune.then(|| "false".to_string())),
         (
@@ -133,6 +133,13 @@ fn job(args: RunArgs, world: &World) -> Result<Job<'_>, Failure> {
     })
 }
 
+/// The name a command-line value (and a case file) gives `value`.
+pub fn value_name(value: impl clap::ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string())
+}
+
 /// Reads the checkpoint in directory (or file) `path`; returns the file's path with it.
 fn read_checkpoint(path: &Path) -> Result<(PathBuf, Checkpoint), Failure> {
     let file = if path.is_dir() {
@@ -153,32 +160,6 @@ pub fn execute(job: Job) -> Result<Option<Summary>, Failure> {
         Precision::F32 => execute_in::<f32>(&job),
     };
     job.world.agree(result)
-}
-
-/// An iteration schedule: due at the first check at or after each multiple of `interval`, so
-/// that a restarted run writes at the same iterations as an uninterrupted one.
-struct Every {
-    interval: usize,
-    next: usize,
-}
-
-impl Every {
-    fn new(interval: usize, from: usize) -> Every {
-        let mut every = Every { interval, next: 0 };
-        every.done(from);
-        every
-    }
-
-    fn due(&self, iteration: usize) -> bool {
-        self.interval > 0 && iteration >= self.next
-    }
-
-    /// Schedules the next multiple after `iteration`.
-    fn done(&mut self, iteration: usize) {
-        if let Some(k) = iteration.checked_div(self.interval) {
-            self.next = (k + 1) * self.interval;
-        }
-    }
 }
 
 fn execute_in<R: Real>(job: &Job) -> Result<Option<Summary>, Failure> {
@@ -332,79 +313,76 @@ impl<'a, R: Real> Session<'a, R> {
         Ok((out, report))
     }
 
-    /// Iterates to convergence, the iteration limit or a signal, writing checkpoints and
-    /// snapshots when due. After divergence it writes the summary and residual history (no
-    /// fields), keeps the last checkpoint and fails with exit code 3.
+    /// Iterates to convergence, the iteration limit or a signal; the driver calls the
+    /// progress report, the signal check, the snapshot and the checkpoint writers when they
+    /// are due. After divergence it writes the summary and residual history (no fields),
+    /// keeps the last checkpoint and fails with exit code 3.
     fn iterate(&mut self) -> Result<Status, Failure> {
-        let output = &self.job.loaded.case.output;
-        let mut checkpoints = Every::new(output.checkpoint_interval, self.sim.iteration);
-        let mut snapshots = Every::new(output.field_interval, self.sim.iteration);
-        let names = self.problem.variable_names();
-        let world = self.job.world;
-        loop {
-            let mut signalled = false;
-            let result = self.sim.run(&mut *self.backend, names, |p| {
-                self.report.update(p.iteration, p.relative);
+        let (job, problem, resolved) = (self.job, &self.problem, &self.resolved);
+        let (world, output) = (job.world, &job.loaded.case.output);
+        let (out, report, earlier) = (&mut self.out, &mut self.report, self.wall_seconds);
+        let checkpoint_path = out.as_ref().map(|o| o.join(checkpoint::FILE_NAME));
+        type B<R> = dyn Backend<Real = R>;
+        let mut callbacks: [Callback<B<R>, Failure>; 3] = [
+            Callback::new(Schedule::EveryCheck, |p, _| {
+                report.update(p.iteration(), p.relative());
                 // Processes may see a signal at different checks: all stop when any has one.
-                signalled = world.any(self.job.interrupt.requested());
-                // The driver holds the backend while it iterates: pause it to write files.
-                if signalled || checkpoints.due(p.iteration) || snapshots.due(p.iteration) {
-                    Flow::Stop
-                } else {
-                    Flow::Continue
+                Ok(match world.any(job.interrupt.requested()) {
+                    true => Flow::Stop,
+                    false => Flow::Continue,
+                })
+            }),
+            Callback::new(Schedule::Iterations(output.field_interval), |p, backend| {
+                // The last fields are the results, not a snapshot.
+                if !p.last {
+                    let fields = referenced(problem, backend, world)?;
+                    let iteration = p.iteration();
+                    write_first(out, job, |out| {
+                        out.write_snapshot(problem, &fields, iteration)
+                    })?;
                 }
-            });
-            let outcome = match result {
-                Ok(outcome) => outcome,
-                Err(e @ SolveError::Diverged { .. }) => return Err(self.diverged(e)),
-                Err(e) => return Err(world.fail_alone(Failure::runtime(e))),
-            };
-            self.wall_seconds += outcome.wall_seconds;
-            let iteration = self.sim.iteration;
-            let finished = outcome.converged || iteration >= self.sim.stop.max_iterations;
-            if snapshots.due(iteration) && !finished {
-                let fields = self.fields()?;
-                write_first(&mut self.out, self.job, |out| {
-                    out.write_snapshot(&self.problem, &fields, iteration)
-                })?;
-                snapshots.done(iteration);
-            }
-            if finished || signalled || checkpoints.due(iteration) {
-                self.save_checkpoint()?;
-                checkpoints.done(iteration);
-            }
-            match (finished, outcome.converged) {
-                (true, true) => return Ok(Status::Converged),
-                (true, false) => return Ok(Status::MaxIterations),
-                _ if signalled => return Ok(Status::Interrupted),
-                _ => {}
-            }
-        }
-    }
-
-    /// The current state, gathered from every process (pressure as the backend keeps it).
-    fn download(&mut self) -> Result<Fields<R>, Failure> {
-        let world = self.job.world;
-        self.backend
-            .download()
-            .map_err(|e| world.fail_alone(Failure::runtime(e)))
+                Ok(Flow::Continue)
+            }),
+            Callback::new(
+                Schedule::Any(vec![
+                    Schedule::Iterations(output.checkpoint_interval),
+                    Schedule::AtEnd,
+                ]),
+                |p, backend| {
+                    // The raw state (pressure as the backend keeps it), so that the
+                    // continuation is bitwise the same.
+                    let state = download(backend, world)?;
+                    let written = checkpoint_path.as_ref().map_or(Ok(()), |path| {
+                        checkpoint::save(path, resolved, p.sim, earlier + p.elapsed, &state)
+                    });
+                    world.agree(written.map_err(write_failure(&job.out)))?;
+                    Ok(Flow::Continue)
+                },
+            ),
+        ];
+        let result = self
+            .sim
+            .run(&mut *self.backend, problem.variable_names(), &mut callbacks);
+        drop(callbacks);
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(RunError::Solve(e @ SolveError::Diverged { .. })) => return Err(self.diverged(e)),
+            Err(RunError::Solve(e)) => return Err(world.fail_alone(Failure::runtime(e))),
+            Err(RunError::Callback(failure)) => return Err(failure),
+        };
+        self.wall_seconds += outcome.wall_seconds;
+        Ok(if outcome.converged {
+            Status::Converged
+        } else if self.sim.iteration >= self.sim.stop.max_iterations {
+            Status::MaxIterations
+        } else {
+            Status::Interrupted
+        })
     }
 
     /// The current state with pressure referenced, as results show it.
     fn fields(&mut self) -> Result<Fields<R>, Failure> {
-        let mut fields = self.download()?;
-        self.problem.reference_pressure(&mut fields);
-        Ok(fields)
-    }
-
-    /// Writes the checkpoint: the raw backend state (pressure as the backend keeps it, so that
-    /// the continuation is bitwise the same) and the driver's record.
-    fn save_checkpoint(&mut self) -> Result<(), Failure> {
-        let state = self.download()?;
-        write_first(&mut self.out, self.job, |out| {
-            let path = out.join(checkpoint::FILE_NAME);
-            checkpoint::save(&path, &self.resolved, &self.sim, self.wall_seconds, &state)
-        })
+        referenced(&self.problem, &mut *self.backend, self.job.world)
     }
 
     fn record(&self, status: Status) -> RunRecord<'_, R> {
@@ -499,6 +477,27 @@ impl<'a, R: Real> Session<'a, R> {
             ));
         }
     }
+}
+
+/// The current state, gathered from every process (pressure as the backend keeps it).
+fn download<R: Real>(
+    backend: &mut (impl Backend<Real = R> + ?Sized),
+    world: &World,
+) -> Result<Fields<R>, Failure> {
+    backend
+        .download()
+        .map_err(|e| world.fail_alone(Failure::runtime(e)))
+}
+
+/// The current state with pressure referenced, as results show it.
+fn referenced<R: Real>(
+    problem: &Problem<R>,
+    backend: &mut (impl Backend<Real = R> + ?Sized),
+    world: &World,
+) -> Result<Fields<R>, Failure> {
+    let mut fields = download(backend, world)?;
+    problem.reference_pressure(&mut fields);
+    Ok(fields)
 }
 
 /// The log's header: how to reproduce the run.

@@ -2,6 +2,7 @@
 //! table and cache the fastest.
 use crate::backends::cuda_options;
 use crate::input::{LoadedCase, Override, DEFAULT_CASE};
+use crate::run::value_name;
 use crate::Failure;
 use clap::Args;
 use ferroflow_core::Real;
@@ -19,8 +20,8 @@ pub struct TuneArgs {
     #[arg(value_name = "CASE", default_value = DEFAULT_CASE)]
     case: String,
     /// Floating-point precision, overriding the case.
-    #[arg(long, value_parser = ["f64", "f32"])]
-    precision: Option<String>,
+    #[arg(long, value_enum)]
+    precision: Option<Precision>,
     /// Set any key of the case (dotted path, TOML value).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<Override>,
@@ -31,7 +32,7 @@ pub fn tune(args: TuneArgs) -> Result<(), Failure> {
     if let Some(p) = args.precision {
         overrides.push(Override {
             key: "backend.precision".into(),
-            value: p,
+            value: value_name(p),
         });
     }
     let loaded = LoadedCase::load(&args.case, &overrides)?;

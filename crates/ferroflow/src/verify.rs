@@ -10,9 +10,10 @@ use clap::Subcommand;
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::Numerics;
 use ferroflow_solver::case::{BackendKind, BackendSpec, ParallelSpec};
-use ferroflow_solver::mms::{study, Manufactured};
-use ferroflow_solver::{output, Flow, Simulation, StopCriteria};
-use std::path::PathBuf;
+use ferroflow_solver::mms::{study, Manufactured, MmsRow};
+use ferroflow_solver::output::{self, Summary};
+use ferroflow_solver::{Simulation, StopCriteria};
+use std::path::{Path, PathBuf};
 
 /// Verification studies.
 #[derive(Subcommand)]
@@ -36,8 +37,8 @@ pub enum VerifyCommand {
         #[arg(long, default_value = "ferroflow-out/mms")]
         out: PathBuf,
         /// Compute backend.
-        #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda"])]
-        backend: String,
+        #[arg(long, value_enum, default_value = "cpu")]
+        backend: BackendKind,
     },
     /// Run the cavity cases and print the deviation from the published profiles (or, for the
     /// buoyancy-driven cavities, the published mean Nusselt number).
@@ -57,16 +58,7 @@ pub enum VerifyCommand {
     },
 }
 
-/// Scheme settings of the manufactured-solution study.
-pub const MMS_NUMERICS: Numerics = Numerics {
-    cfl: 0.8,
-    kappa: 1.0,
-    u_ref: 1.0,
-    c4: 0.02,
-};
-
 pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
-    let world = World::alone();
     match cmd {
         VerifyCommand::Mms {
             dim,
@@ -74,139 +66,149 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
             sizes,
             out,
             backend,
-        } => {
-            let spec = BackendSpec {
-                kind: if backend == "cuda" {
-                    BackendKind::Cuda
-                } else {
-                    BackendKind::Cpu
-                },
-                ..BackendSpec::default()
-            };
-            let dim = dim as usize;
-            let sizes = if !sizes.is_empty() {
-                sizes
-            } else if dim == 2 {
-                vec![17, 33, 65, 129]
+        } => mms(dim as usize, energy, sizes, &out, backend),
+        VerifyCommand::Cavity { cases, out, set } => cavity(cases, &out, &set),
+    }
+}
+
+/// The manufactured-solution study on `sizes` (defaults by dimension), written to `out`.
+fn mms(
+    dim: usize,
+    energy: bool,
+    sizes: Vec<usize>,
+    out: &Path,
+    backend: BackendKind,
+) -> Result<(), Failure> {
+    let world = World::alone();
+    let spec = BackendSpec {
+        kind: backend,
+        ..BackendSpec::default()
+    };
+    let sizes = if !sizes.is_empty() {
+        sizes
+    } else if dim == 2 {
+        vec![17, 33, 65, 129]
+    } else {
+        vec![9, 17, 33, 65]
+    };
+    let mms = if energy {
+        Manufactured::with_energy(dim)
+    } else {
+        Manufactured::new(dim)
+    };
+    let stop = StopCriteria {
+        tolerance: 1e-12,
+        max_iterations: 2_000_000,
+        check_interval: 100,
+    };
+    let rows = study::<f64>(&mms, &sizes, Numerics::default(), |problem| {
+        let one = Decomposition::new(problem.layout.dim, problem.layout.n, [1; 3])
+            .map_err(|e| e.to_string())?;
+        let (mut backend, _) = make_backend(problem, &spec, &ParallelSpec::default(), one, &world)
+            .map_err(|f| f.message)?;
+        let mut sim = Simulation::new(stop);
+        let outcome = sim
+            .run_plain(backend.as_mut(), problem.variable_names())
+            .map_err(|e| e.to_string())?;
+        eprintln!(
+            "n = {:>4}: {} iterations, {:.1} s{}",
+            problem.layout.n[0],
+            sim.iteration,
+            outcome.wall_seconds,
+            if outcome.converged {
+                ""
             } else {
-                vec![9, 17, 33, 65]
-            };
-            let mms = if energy {
-                Manufactured::with_energy(dim)
-            } else {
-                Manufactured::new(dim)
-            };
-            let stop = StopCriteria {
-                tolerance: 1e-12,
-                max_iterations: 2_000_000,
-                check_interval: 100,
-            };
-            let rows = study::<f64>(&mms, &sizes, MMS_NUMERICS, |problem| {
-                let one = Decomposition::new(problem.layout.dim, problem.layout.n, [1; 3])
-                    .map_err(|e| e.to_string())?;
-                let (mut backend, _) =
-                    make_backend(problem, &spec, &ParallelSpec::default(), one, &world)
-                        .map_err(|f| f.message)?;
-                let mut sim = Simulation::new(stop);
-                let outcome = sim
-                    .run(backend.as_mut(), problem.variable_names(), |_| {
-                        Flow::Continue
-                    })
-                    .map_err(|e| e.to_string())?;
-                eprintln!(
-                    "n = {:>4}: {} iterations, {:.1} s{}",
-                    problem.layout.n[0],
-                    sim.iteration,
-                    outcome.wall_seconds,
-                    if outcome.converged {
-                        ""
-                    } else {
-                        " (NOT converged)"
-                    }
-                );
-                backend.download().map_err(|e| e.to_string())
-            })
-            .map_err(Failure::runtime)?;
-            std::fs::create_dir_all(&out)
-                .map_err(|e| Failure::runtime(format!("{}: {e}", out.display())))?;
-            output::write_mms(&out.join("mms.csv"), &rows).map_err(Failure::runtime)?;
-            println!(
-                "{:>5} {:>3} {:>12} {:>12} {:>7} {:>7}",
-                "n", "var", "L2 error", "Linf error", "L2 ord", "Li ord"
-            );
-            let fmt = |o: Option<f64>| o.map(|o| format!("{o:.3}")).unwrap_or_default();
-            for r in &rows {
-                println!(
-                    "{:>5} {:>3} {:>12.4e} {:>12.4e} {:>7} {:>7}",
-                    r.n,
-                    r.variable,
-                    r.l2_error,
-                    r.linf_error,
-                    fmt(r.l2_order),
-                    fmt(r.linf_order)
-                );
+                " (NOT converged)"
             }
-            Ok(())
+        );
+        backend.download().map_err(|e| e.to_string())
+    })
+    .map_err(Failure::runtime)?;
+    std::fs::create_dir_all(out)
+        .map_err(|e| Failure::runtime(format!("{}: {e}", out.display())))?;
+    output::write_mms(&out.join("mms.csv"), &rows).map_err(Failure::runtime)?;
+    print_order_table(&rows);
+    Ok(())
+}
+
+/// Observed orders of accuracy per grid and variable.
+fn print_order_table(rows: &[MmsRow]) {
+    println!(
+        "{:>5} {:>3} {:>12} {:>12} {:>7} {:>7}",
+        "n", "var", "L2 error", "Linf error", "L2 ord", "Li ord"
+    );
+    let fmt = |o: Option<f64>| o.map(|o| format!("{o:.3}")).unwrap_or_default();
+    for r in rows {
+        println!(
+            "{:>5} {:>3} {:>12.4e} {:>12.4e} {:>7} {:>7}",
+            r.n,
+            r.variable,
+            r.l2_error,
+            r.linf_error,
+            fmt(r.l2_order),
+            fmt(r.linf_order)
+        );
+    }
+}
+
+/// Runs the cavity `cases` (defaults: the 2D ones) into `out`, then tabulates the deviations.
+fn cavity(cases: Vec<String>, out: &Path, set: &[Override]) -> Result<(), Failure> {
+    let world = World::alone();
+    let cases = if cases.is_empty() {
+        vec!["cavity2d-re100".to_string(), "cavity2d-re1000".to_string()]
+    } else {
+        cases
+    };
+    let interrupt = Interrupt::install().map_err(Failure::runtime)?;
+    // Each run reports as it ends; the table at the end gathers them.
+    let mut summaries = Vec::new();
+    for name in cases {
+        let loaded = LoadedCase::load(&name, set)?;
+        let dir = out.join(&loaded.case.case.name);
+        summaries.extend(execute(Job {
+            loaded,
+            out: dir,
+            restart: None,
+            mode: Mode::detect(false),
+            interrupt: interrupt.clone(),
+            world: &world,
+        })?);
+    }
+    print_cavity_table(&summaries);
+    Ok(())
+}
+
+/// Deviation of each run from its reference data.
+fn print_cavity_table(summaries: &[Summary]) {
+    println!(
+        "{:<18} {:>10} {:<9} {:<16} {:>9} {:>7}  source",
+        "case", "iterations", "converged", "profile", "max |dev|", "at"
+    );
+    for s in summaries {
+        if let Some(r) = s.heat_transfer.as_ref().and_then(|h| h.reference.as_ref()) {
+            let nu = s.heat_transfer.as_ref().map_or(0.0, |h| h.hot_wall.mean);
+            println!(
+                "{:<18} {:>10} {:<9} {:<16} {:>9.4} {:>+6.2}%  {} ({})",
+                s.case,
+                s.iterations,
+                s.converged,
+                "Nu hot wall",
+                nu,
+                100.0 * r.relative_deviation,
+                r.source,
+                r.nusselt
+            );
+        } else if s.reference.is_empty() {
+            println!(
+                "{:<18} {:>10} {:<9} no reference data",
+                s.case, s.iterations, s.converged
+            );
         }
-        VerifyCommand::Cavity { cases, out, set } => {
-            let cases = if cases.is_empty() {
-                vec!["cavity2d-re100".to_string(), "cavity2d-re1000".to_string()]
-            } else {
-                cases
-            };
-            let interrupt = Interrupt::install().map_err(Failure::runtime)?;
-            // Each run reports as it ends; the table at the end gathers them.
-            let mut summaries = Vec::new();
-            for name in cases {
-                let loaded = LoadedCase::load(&name, &set)?;
-                let dir = out.join(&loaded.case.case.name);
-                summaries.extend(execute(Job {
-                    loaded,
-                    out: dir,
-                    restart: None,
-                    mode: Mode::detect(false),
-                    interrupt: interrupt.clone(),
-                    world: &world,
-                })?);
-            }
+        for d in &s.reference {
             println!(
-                "{:<18} {:>10} {:<9} {:<16} {:>9} {:>7}  source",
-                "case", "iterations", "converged", "profile", "max |dev|", "at"
+                "{:<18} {:>10} {:<9} {:<16} {:>9.4} {:>7.4}  {}",
+                s.case, s.iterations, s.converged, d.profile, d.max_abs_deviation, d.at, d.source
             );
-            for s in &summaries {
-                if let Some(r) = s.heat_transfer.as_ref().and_then(|h| h.reference.as_ref()) {
-                    let nu = s.heat_transfer.as_ref().map_or(0.0, |h| h.hot_wall.mean);
-                    println!(
-                        "{:<18} {:>10} {:<9} {:<16} {:>9.4} {:>+6.2}%  {} ({})",
-                        s.case,
-                        s.iterations,
-                        s.converged,
-                        "Nu hot wall",
-                        nu,
-                        100.0 * r.relative_deviation,
-                        r.source,
-                        r.nusselt
-                    );
-                } else if s.reference.is_empty() {
-                    println!(
-                        "{:<18} {:>10} {:<9} no reference data",
-                        s.case, s.iterations, s.converged
-                    );
-                }
-                for d in &s.reference {
-                    println!(
-                        "{:<18} {:>10} {:<9} {:<16} {:>9.4} {:>7.4}  {}",
-                        s.case,
-                        s.iterations,
-                        s.converged,
-                        d.profile,
-                        d.max_abs_deviation,
-                        d.at,
-                        d.source
-                    );
-                }
-            }
-            Ok(())
         }
     }
 }

@@ -611,3 +611,25 @@ fn docs_describe_every_case_key() {
         );
     }
 }
+
+#[test]
+fn check_validates_and_sizes_a_case_without_running_or_writing() {
+    let tmp = TempDir::new().unwrap();
+    let out = ferroflow(tmp.path())
+        .args(["check", "cavity3d-re100", "--set", "grid.nodes=[65,65,65]"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // 4 variables × 3 arrays of (65 + 4)³ padded to 72-value rows, 8 bytes each.
+    let bytes = 12 * 72 * 69 * 69 * 8;
+    let gib = format!("{:.3} GiB", bytes as f64 / (1u64 << 30) as f64);
+    assert!(text.contains(&gib), "{gib} not in: {text}");
+    assert!(text.contains("will be created"), "{text}");
+    assert!(!tmp.path().join("ferroflow-out").exists());
+    let (code, err) =
+        stderr_of(ferroflow(tmp.path()).args(["check", "--set", "physics.reynolds=-1"]));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("physics.reynolds"), "{err}");
+    assert!(!tmp.path().join("ferroflow-out").exists());
+}
