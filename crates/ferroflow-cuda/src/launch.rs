@@ -608,11 +608,11 @@ mod tests {
             ..ferroflow_core::Numerics::default()
         };
         let heated =
-            ferroflow_solver::convection::HeatedCavity::nondimensional(1e4, 0.71, [0.0, -1.0, 0.0])
+            ferroflow_cases::convection::HeatedCavity::nondimensional(1e4, 0.71, [0.0, -1.0, 0.0])
                 .unwrap();
         for (dim, n) in [(2, [9, 7, 1]), (3, [7, 6, 8])] {
             let lid =
-                ferroflow_solver::cavity::lid_driven::<f64>(dim, n, 100.0, 1.0, numerics).unwrap();
+                ferroflow_cases::cavity::lid_driven::<f64>(dim, n, 100.0, 1.0, numerics).unwrap();
             for mut problem in [lid, heated.problem::<f64>(dim, n, numerics).unwrap()] {
                 let mut x = 0.3f64;
                 for v in problem.initial.vars.iter_mut() {

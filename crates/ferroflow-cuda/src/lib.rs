@@ -29,7 +29,7 @@
 //! use ferroflow_cuda::{copy_bandwidth, CudaBackend, CudaOptions};
 //!
 //! let numerics = Numerics::default();
-//! let problem = ferroflow_solver::cavity::lid_driven::<f64>(2, [4097; 3], 1000.0, 1.0, numerics)?;
+//! let problem = ferroflow_cases::cavity::lid_driven::<f64>(2, [4097; 3], 1000.0, 1.0, numerics)?;
 //! let bandwidth = copy_bandwidth(0, 1 << 30, 20)?;
 //! let mut backend = CudaBackend::new(&problem, &CudaOptions::default())?;
 //! print!("{}", backend.tuning());

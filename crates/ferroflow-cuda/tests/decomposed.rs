@@ -5,6 +5,8 @@
 //! plane-tiled one, whose block marches through the boxes the overlap splits a block into.
 //! Without a usable GPU each test says why and passes,
 //! unless FERROFLOW_REQUIRE_GPU=1.
+use ferroflow_cases::cavity::lid_driven;
+use ferroflow_cases::convection::HeatedCavity;
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, Numerics, Problem};
 use ferroflow_cuda::{
@@ -12,8 +14,6 @@ use ferroflow_cuda::{
     DEFAULT_SHAPE,
 };
 use ferroflow_parallel::{Decomposed, InProcess};
-use ferroflow_solver::cavity::lid_driven;
-use ferroflow_solver::convection::HeatedCavity;
 
 fn gpus() -> Option<Vec<usize>> {
     match probe() {

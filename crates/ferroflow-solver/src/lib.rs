@@ -1,19 +1,14 @@
-//! ferroflow-solver: the backend-agnostic driver (pseudo-time loop, convergence, divergence),
-//! case files, verification problems (manufactured solutions, lid-driven and buoyancy-driven
-//! cavities with published reference data), result files (VTK fields, CSV, JSON) and checkpoints.
+//! ferroflow-solver: the driver, which knows no scheme, case or device. [`Simulation`]
+//! advances a [`ferroflow_core::Backend`] in chunks, watches the residuals (convergence,
+//! divergence, the iteration limit) and calls the [`Callback`]s registered with it when their
+//! [`Schedule`]s fall due: progress, signals, snapshots, checkpoints ([`checkpoint`]).
 #![deny(missing_docs)]
 
-pub mod case;
-pub mod cavity;
 pub mod checkpoint;
-pub mod convection;
-pub mod mms;
-pub mod output;
-pub mod reference;
 pub mod simulation;
-pub mod vtk;
+mod status;
 
-pub use case::{Case, CaseError};
 pub use simulation::{
     Callback, Flow, Outcome, Progress, RunError, Schedule, Simulation, SolveError, StopCriteria,
 };
+pub use status::{write_residuals, Status};

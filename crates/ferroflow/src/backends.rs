@@ -2,12 +2,12 @@
 //! implementation.
 use crate::world::World;
 use crate::Failure;
+use ferroflow_cases::case::{BackendKind, BackendSpec, Exchange, ParallelSpec};
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, BackendError, Problem, Real};
 use ferroflow_cpu::CpuBackend;
 use ferroflow_cuda::{CudaBackend, CudaOptions, MultiGpu, MultiGpuOptions, TuneMode};
 use ferroflow_parallel::{Decomposed, InProcess, Transport};
-use ferroflow_solver::case::{BackendKind, BackendSpec, Exchange, ParallelSpec};
 
 /// What the CUDA backend would run on here, or exactly why it cannot run (no driver, no
 /// device, no NVRTC).

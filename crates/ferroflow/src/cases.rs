@@ -2,7 +2,7 @@
 use crate::input::builtin_names;
 use crate::Failure;
 use clap::{Args, Subcommand};
-use ferroflow_solver::case::{builtin, BUILTIN};
+use ferroflow_cases::case::{builtin, BUILTIN};
 
 /// Arguments of `ferroflow cases`.
 #[derive(Args)]

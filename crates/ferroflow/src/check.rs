@@ -5,8 +5,8 @@ use crate::backends::cuda_probe;
 use crate::run::{job, Job, RunArgs};
 use crate::world::World;
 use crate::Failure;
+use ferroflow_cases::case::{BackendKind, CaseKind, Precision};
 use ferroflow_core::{Layout, MIN_NODES};
-use ferroflow_solver::case::{BackendKind, CaseKind, Precision};
 use ferroflow_solver::checkpoint;
 
 const GIB: f64 = (1u64 << 30) as f64;

@@ -1,9 +1,9 @@
 //! Case input: a TOML file or a built-in case, `--set KEY=VALUE` overrides, and error messages
 //! that say where the problem is (file and line, or the override) and what is allowed.
 use crate::Failure;
+use ferroflow_cases::case::{problem_key, BUILTIN};
+use ferroflow_cases::{Case, CaseError};
 use ferroflow_core::ProblemError;
-use ferroflow_solver::case::{problem_key, BUILTIN};
-use ferroflow_solver::{Case, CaseError};
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;

@@ -1,6 +1,6 @@
 //! PNG plots of a run: residual history, and centreline profiles against reference data. The
 //! font is embedded (DejaVu Sans), so plots need no system fonts.
-use ferroflow_solver::reference::Profile;
+use ferroflow_cases::reference::Profile;
 use ferroflow_solver::simulation::HistoryRow;
 use plotters::coord::Shift;
 use plotters::prelude::*;

@@ -2,11 +2,14 @@
 //! history, centreline profiles, plots, checkpoint.
 use crate::plot;
 use crate::Failure;
+use ferroflow_cases::case::CaseKind;
+use ferroflow_cases::reference::{self, Profile};
+use ferroflow_cases::summary::{write_profile, Deviation, Summary};
+use ferroflow_cases::{cavity, Case};
 use ferroflow_core::{Fields, Problem, Real};
-use ferroflow_solver::case::CaseKind;
-use ferroflow_solver::output::{self, Deviation, Status, Summary};
-use ferroflow_solver::reference::{self, Profile};
-use ferroflow_solver::{cavity, checkpoint, vtk, Case, Simulation};
+use ferroflow_io::table::write_json;
+use ferroflow_io::vtk;
+use ferroflow_solver::{checkpoint, write_residuals, Simulation, Status};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -121,8 +124,8 @@ impl OutputDir {
                 vtk::write_collection(&self.join("fields.pvd"), &all)?;
             }
             let (u, v) = cavity::centrelines(run.problem, fields);
-            output::write_profile(&self.join("centerline_u.csv"), ["y", "u"], &u)?;
-            output::write_profile(&self.join("centerline_v.csv"), ["x", "v"], &v)?;
+            write_profile(&self.join("centerline_u.csv"), ["y", "u"], &u)?;
+            write_profile(&self.join("centerline_v.csv"), ["x", "v"], &v)?;
             let grid: Vec<String> = run.case.grid.nodes.iter().map(|n| n.to_string()).collect();
             let parameters = match run.case.case.kind {
                 CaseKind::LidDrivenCavity => format!("Re = {}", run.case.physics.reynolds),
@@ -162,7 +165,7 @@ impl OutputDir {
                 .collect();
             }
         }
-        output::write_residuals(&self.join("residuals.csv"), names, history)?;
+        write_residuals(&self.join("residuals.csv"), names, history)?;
         plot::residuals(
             &self.join("residuals.png"),
             names,
@@ -193,7 +196,7 @@ impl OutputDir {
             reference: deviations,
             heat_transfer,
         };
-        output::write_summary(&self.join("summary.json"), &summary)?;
+        write_json(&self.join("summary.json"), &summary)?;
         Ok(summary)
     }
 }

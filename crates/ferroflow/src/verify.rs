@@ -7,11 +7,11 @@ use crate::signals::Interrupt;
 use crate::world::World;
 use crate::Failure;
 use clap::Subcommand;
+use ferroflow_cases::case::{BackendKind, BackendSpec, ParallelSpec};
+use ferroflow_cases::mms::{study, Manufactured, MmsRow};
+use ferroflow_cases::summary::{self, Summary};
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::Numerics;
-use ferroflow_solver::case::{BackendKind, BackendSpec, ParallelSpec};
-use ferroflow_solver::mms::{study, Manufactured, MmsRow};
-use ferroflow_solver::output::{self, Summary};
 use ferroflow_solver::{Simulation, StopCriteria};
 use std::path::{Path, PathBuf};
 
@@ -126,7 +126,7 @@ fn mms(
     .map_err(Failure::runtime)?;
     std::fs::create_dir_all(out)
         .map_err(|e| Failure::runtime(format!("{}: {e}", out.display())))?;
-    output::write_mms(&out.join("mms.csv"), &rows).map_err(Failure::runtime)?;
+    summary::write_mms(&out.join("mms.csv"), &rows).map_err(Failure::runtime)?;
     print_order_table(&rows);
     Ok(())
 }

@@ -3,8 +3,8 @@
 //! Runs use small grids so that the suite stays fast on two cores.
 use assert_cmd::cargo::cargo_bin_cmd;
 use assert_cmd::Command;
-use ferroflow_solver::case::{builtin, KEYS};
-use ferroflow_solver::Case;
+use ferroflow_cases::case::{builtin, KEYS};
+use ferroflow_cases::Case;
 use std::fs;
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -139,7 +139,7 @@ fn every_builtin_case_is_listed_and_prints_in_full() {
     let tmp = TempDir::new().unwrap();
     let list = ferroflow(tmp.path()).arg("cases").output().unwrap();
     let list = String::from_utf8(list.stdout).unwrap();
-    for (name, _) in ferroflow_solver::case::BUILTIN {
+    for (name, _) in ferroflow_cases::case::BUILTIN {
         assert!(
             list.lines().any(|l| l.starts_with(name)),
             "{name} not listed"

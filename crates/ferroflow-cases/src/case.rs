@@ -4,9 +4,9 @@
 //! follow it.
 use crate::cavity;
 use crate::convection::HeatedCavity;
-use crate::simulation::StopCriteria;
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Numerics, Problem, ProblemError, Real};
+use ferroflow_solver::StopCriteria;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use toml::de::{DeTable, DeValue};

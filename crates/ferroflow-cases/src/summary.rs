@@ -1,7 +1,9 @@
-//! Result files: summary.json, residuals.csv, centreline profiles, MMS tables.
+//! The summary of a run (`summary.json`) and the tables a case's results add: centreline
+//! profiles and the manufactured-solution study.
 use crate::convection::HeatTransfer;
 use crate::mms::MmsRow;
-use crate::simulation::HistoryRow;
+use ferroflow_io::table::write_csv;
+use ferroflow_solver::Status;
 use serde::Serialize;
 use std::io;
 use std::path::Path;
@@ -39,20 +41,6 @@ pub struct Summary {
     pub heat_transfer: Option<HeatTransfer>,
 }
 
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Status {
-    /// Every residual reached the tolerance.
-    Converged,
-    /// The iteration limit came first.
-    MaxIterations,
-    /// Stopped by a signal (Ctrl-C, SIGTERM); a checkpoint allows continuing.
-    Interrupted,
-    /// Residuals became non-finite or grew without bound.
-    Diverged,
-}
-
 /// Largest deviation of a computed profile from a published one.
 #[derive(Debug, Clone, Serialize)]
 pub struct Deviation {
@@ -66,57 +54,34 @@ pub struct Deviation {
     pub at: f64,
 }
 
-/// Writes `summary.json`.
-pub fn write_summary(path: &Path, summary: &Summary) -> io::Result<()> {
-    let text = serde_json::to_string_pretty(summary).map_err(io::Error::other)?;
-    std::fs::write(path, text + "\n")
-}
-
-/// Writes the residual history (`iteration,<name>...`).
-pub fn write_residuals(path: &Path, names: &[&str], history: &[HistoryRow]) -> io::Result<()> {
-    let mut w = csv::Writer::from_path(path)?;
-    let mut header = vec!["iteration"];
-    header.extend_from_slice(names);
-    w.write_record(&header)?;
-    for row in history {
-        let mut rec = vec![row.iteration.to_string()];
-        rec.extend(row.relative.iter().map(|r| format!("{r:e}")));
-        w.write_record(&rec)?;
-    }
-    w.flush()
-}
-
 /// Writes a two-column profile with the given header names.
 pub fn write_profile(path: &Path, header: [&str; 2], points: &[(f64, f64)]) -> io::Result<()> {
-    let mut w = csv::Writer::from_path(path)?;
-    w.write_record(header)?;
-    for (x, y) in points {
-        w.write_record([x.to_string(), y.to_string()])?;
-    }
-    w.flush()
+    let rows = points
+        .iter()
+        .map(|(x, y)| vec![x.to_string(), y.to_string()]);
+    write_csv(path, &header, rows)
 }
 
 /// Writes the MMS error table (`n,variable,l2_error,linf_error,l2_order,linf_order`).
 pub fn write_mms(path: &Path, rows: &[MmsRow]) -> io::Result<()> {
-    let mut w = csv::Writer::from_path(path)?;
-    w.write_record([
+    let header = [
         "n",
         "variable",
         "l2_error",
         "linf_error",
         "l2_order",
         "linf_order",
-    ])?;
+    ];
     let opt = |o: Option<f64>| o.map(|o| format!("{o:.4}")).unwrap_or_default();
-    for r in rows {
-        w.write_record([
+    let rows = rows.iter().map(|r| {
+        vec![
             r.n.to_string(),
             r.variable.to_string(),
             format!("{:e}", r.l2_error),
             format!("{:e}", r.linf_error),
             opt(r.l2_order),
             opt(r.linf_order),
-        ])?;
-    }
-    w.flush()
+        ]
+    });
+    write_csv(path, &header, rows)
 }

@@ -2,13 +2,13 @@
 //! lid-driven cavity against published profiles, precision and thread-count invariance.
 //! Heavy versions are `#[ignore]`d (run with `cargo test --release -- --ignored`) and exist as
 //! `ferroflow verify`.
+use ferroflow_cases::case::builtin;
+use ferroflow_cases::cavity::{centrelines, lid_driven, max_deviation};
+use ferroflow_cases::convection::HeatTransfer;
+use ferroflow_cases::mms::{study, Manufactured, MmsRow};
+use ferroflow_cases::reference::{albensoeder_kuhlmann, ghia};
 use ferroflow_core::{Backend, Fields, Numerics, Problem, ProblemError, Real};
 use ferroflow_cpu::CpuBackend;
-use ferroflow_solver::case::builtin;
-use ferroflow_solver::cavity::{centrelines, lid_driven, max_deviation};
-use ferroflow_solver::convection::HeatTransfer;
-use ferroflow_solver::mms::{study, Manufactured, MmsRow};
-use ferroflow_solver::reference::{albensoeder_kuhlmann, ghia};
 use ferroflow_solver::{Simulation, StopCriteria};
 
 /// The scheme settings of these tests.

@@ -1,0 +1,7 @@
+//! ferroflow-io: the file formats results are written in, with no knowledge of schemes or
+//! cases: VTK XML for ParaView and VisIt ([`vtk`]), CSV tables and JSON documents
+//! ([`table`]).
+#![deny(missing_docs)]
+
+pub mod table;
+pub mod vtk;
