@@ -1,32 +1,46 @@
 use crate::decomposition::Face;
 use crate::{BackendError, Fields, Real};
 
-/// Most equations a scheme solves (continuity, three momentum components, energy).
-pub const MAX_EQUATIONS: usize = 5;
-
 /// Sums of squared residuals (pseudo-time derivatives) of one iteration, per equation.
 /// Accumulated in f64 in a fixed order, so they do not depend on the thread count.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Residuals {
-    /// Sum of squared residuals per equation (unused entries are zero).
-    pub sum_sq: [f64; MAX_EQUATIONS],
-    /// Number of equations in use.
-    pub equations: usize,
+    /// Sum of squared residuals per equation.
+    pub sum_sq: Vec<f64>,
     /// Number of nodes summed over.
     pub nodes: usize,
 }
 
 impl Residuals {
-    /// Adds the sums of `other` (another block of the same grid) to these.
-    pub fn add(&mut self, other: &Residuals) {
-        for (t, s) in self.sum_sq.iter_mut().zip(other.sum_sq) {
+    /// Zero sums of `equations` equations over `nodes` nodes.
+    pub fn zeros(equations: usize, nodes: usize) -> Residuals {
+        Residuals {
+            sum_sq: vec![0.0; equations],
+            nodes,
+        }
+    }
+
+    /// Number of equations.
+    pub fn equations(&self) -> usize {
+        self.sum_sq.len()
+    }
+
+    /// Adds `sums` (one per equation, of part of the same grid) to these.
+    pub fn add_sums(&mut self, sums: &[f64]) {
+        debug_assert_eq!(sums.len(), self.sum_sq.len());
+        for (t, s) in self.sum_sq.iter_mut().zip(sums) {
             *t += s;
         }
     }
 
+    /// Adds the sums of `other` (another block of the same grid) to these.
+    pub fn add(&mut self, other: &Residuals) {
+        self.add_sums(&other.sum_sq);
+    }
+
     /// Root-mean-square residual of each equation.
     pub fn l2(&self) -> Vec<f64> {
-        self.sum_sq[..self.equations]
+        self.sum_sq
             .iter()
             .map(|s| (s / self.nodes as f64).sqrt())
             .collect()

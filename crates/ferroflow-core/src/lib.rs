@@ -17,7 +17,7 @@ mod layout;
 mod problem;
 mod real;
 
-pub use backend::{Backend, BlockBackend, Residuals, MAX_EQUATIONS};
+pub use backend::{Backend, BlockBackend, Residuals};
 pub use coefficients::Coefficients;
 pub use error::{BackendError, ProblemError};
 pub use fields::Fields;

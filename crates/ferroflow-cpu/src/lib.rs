@@ -11,7 +11,6 @@ mod step;
 use ferroflow_core::decomposition::Face;
 use ferroflow_core::{
     Backend, BackendError, BlockBackend, Coefficients, Fields, Problem, Real, Residuals, SideBc,
-    MAX_EQUATIONS,
 };
 use rayon::prelude::*;
 
@@ -24,7 +23,7 @@ pub struct CpuBackend<R: Real> {
     source: Option<Fields<R>>,
     cur: Fields<R>,
     next: Fields<R>,
-    row_sums: Vec<[f64; MAX_EQUATIONS]>,
+    row_sums: Vec<[f64; step::V]>,
     pool: rayon::ThreadPool,
 }
 
@@ -47,7 +46,7 @@ impl<R: Real> CpuBackend<R> {
             source: problem.source.clone(),
             cur: problem.initial.clone(),
             next: problem.initial.clone(),
-            row_sums: vec![[0.0; MAX_EQUATIONS]; step::interior_rows(&problem.layout)],
+            row_sums: vec![[0.0; step::V]; step::interior_rows(&problem.layout)],
             pool,
         };
         backend.upload(&problem.initial)?;

@@ -4,11 +4,11 @@
 //! (a const generic, so that flows without it compile to the same code as before) adds T,
 //! its transport and its buoyancy in the momentum equations to the same pass.
 use crate::formulas::*;
-use ferroflow_core::{Coefficients as Coeffs, Fields, Layout, Real, Residuals, MAX_EQUATIONS};
+use ferroflow_core::{Coefficients as Coeffs, Fields, Layout, Real, Residuals};
 use rayon::prelude::*;
 
 /// Most variables of a state: p, u, v, w, T.
-const V: usize = MAX_EQUATIONS;
+pub(crate) const V: usize = 5;
 
 /// Raw pointers to the output arrays. Rows are written by one task each, so writes never
 /// overlap; the pointers outlive the pass (they borrow `next` mutably for its duration).
@@ -82,10 +82,10 @@ fn update_row<R: Real, const D: usize, const SRC: bool, const E: bool>(
     out: [&mut [R]; V],
     start: usize,
     p_shift: R,
-) -> [f64; MAX_EQUATIONS] {
+) -> [f64; V] {
     let p = q[0];
     let count = out[0].len();
-    let mut sums = [0.0f64; MAX_EQUATIONS];
+    let mut sums = [0.0f64; V];
     let mut res = [[R::zero(); CHUNK]; V];
     for first in (0..count).step_by(CHUNK) {
         let len = CHUNK.min(count - first);
@@ -170,7 +170,7 @@ pub(crate) fn interior_pass<R: Real>(
     source: Option<&Fields<R>>,
     energy: bool,
     p_shift: R,
-    row_sums: &mut [[f64; MAX_EQUATIONS]],
+    row_sums: &mut [[f64; V]],
 ) -> Residuals {
     macro_rules! dispatch {
         ($(($d:literal, $s:literal, $e:literal)),*) => {
@@ -203,7 +203,7 @@ fn pass<R: Real, const D: usize, const SRC: bool, const E: bool>(
     next: &mut Fields<R>,
     source: Option<&Fields<R>>,
     p_shift: R,
-    row_sums: &mut [[f64; MAX_EQUATIONS]],
+    row_sums: &mut [[f64; V]],
 ) -> Residuals {
     let l = cur.layout;
     let empty: &[R] = &[];
@@ -233,15 +233,9 @@ fn pass<R: Real, const D: usize, const SRC: bool, const E: bool>(
             let rows = unsafe { row_slices(out.ptrs(), start, count) };
             *sums = update_row::<R, D, SRC, E>(c, l.stride, q, src, rows, start, p_shift);
         });
-    let mut total = Residuals {
-        equations: 1 + D + E as usize,
-        nodes: l.interior_nodes(),
-        ..Default::default()
-    };
+    let mut total = Residuals::zeros(1 + D + E as usize, l.interior_nodes());
     for sums in row_sums.iter() {
-        for (t, s) in total.sum_sq.iter_mut().zip(sums) {
-            *t += s;
-        }
+        total.add_sums(&sums[..total.equations()]);
     }
     total
 }

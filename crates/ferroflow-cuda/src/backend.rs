@@ -231,13 +231,10 @@ impl<R: Real> CudaBackend<R> {
     /// The residual sums of the last iteration queued with norms (waits for it).
     pub(crate) fn residuals(&self) -> Result<Residuals, BackendError> {
         let sums = self.norms.read(&self.device.stream)?;
-        let mut residuals = Residuals {
-            equations: self.equations,
+        Ok(Residuals {
+            sum_sq: sums,
             nodes: self.layout.interior_nodes(),
-            ..Default::default()
-        };
-        residuals.sum_sq[..self.equations].copy_from_slice(&sums);
-        Ok(residuals)
+        })
     }
 
     /// Queues packing (or unpacking) `face` of the state `vars` to (from) the device buffer

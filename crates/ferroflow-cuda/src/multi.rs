@@ -570,11 +570,7 @@ impl<R: Real> Backend for MultiGpu<R> {
         for it in 0..iterations {
             self.iterate(it + 1 == iterations)?;
         }
-        let mut total = Residuals {
-            equations: self.equations,
-            nodes: self.layout.interior_nodes(),
-            ..Default::default()
-        };
+        let mut total = Residuals::zeros(self.equations, self.layout.interior_nodes());
         for b in &self.blocks {
             total.add(&b.backend.residuals()?);
         }

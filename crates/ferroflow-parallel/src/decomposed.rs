@@ -113,13 +113,12 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
         }
         let root = self.transport.owner(owner, self.extents.len());
         self.transport.broadcast(&mut shift, root)?;
-        let mut total = Residuals {
-            equations: self.equations,
-            nodes: self.layout.interior_nodes(),
-            ..Default::default()
-        };
+        let mut total = Residuals::zeros(self.equations, self.layout.interior_nodes());
         for (_, b) in &mut self.blocks {
-            total.add(&b.step(shift[0], norms)?);
+            let sums = b.step(shift[0], norms)?;
+            if norms {
+                total.add(&sums);
+            }
         }
         for (halo, (b, face)) in self.halos.iter_mut().zip(&self.faces) {
             self.blocks[*b].1.pack(face, &mut halo.send)?;
