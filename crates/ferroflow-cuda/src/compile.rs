@@ -7,11 +7,11 @@ use crate::launch::LaunchShape;
 use crate::tune;
 use cudarc::nvrtc::{result, sys};
 use ferroflow_core::{BackendError, Real, GHOST};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::any::TypeId;
 use std::ffi::{CStr, CString};
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Threads per block of `reduce_sums` (kernels/reduce.cu).
 pub(crate) const REDUCE_THREADS: u32 = 256;
@@ -355,37 +355,7 @@ unsafe fn cubin(program: sys::nvrtcProgram) -> Result<Vec<u8>, result::NvrtcErro
 /// Compiles several builds on all cores (NVRTC is thread-safe across programs); results in
 /// the order of `builds`.
 pub fn compile_many(builds: &[Build], arch: &str) -> Vec<Result<Vec<u8>, BackendError>> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, builds.len().max(1));
-    let next = AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<Vec<u8>, BackendError>>> = Vec::new();
-    results.resize_with(builds.len(), || None);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(build) = builds.get(i) else {
-                            return done;
-                        };
-                        done.push((i, compile(build, arch)));
-                    }
-                })
-            })
-            .collect();
-        for handle in handles {
-            for (i, result) in handle.join().expect("an NVRTC worker thread panicked") {
-                results[i] = Some(result);
-            }
-        }
-    });
-    results
-        .into_iter()
-        .map(|r| r.expect("every build is taken by a worker"))
-        .collect()
+    builds.par_iter().map(|b| compile(b, arch)).collect()
 }
 
 /// Digest of what a tuned `ac_step` build depends on besides its shape (the expanded source
