@@ -3,7 +3,9 @@
 //! conversion of CUDA errors into [`BackendError`].
 use crate::compile::{self, Build, NO_NVRTC};
 use cudarc::driver::sys::{self, CUdevice_attribute};
-use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaStream, DriverError};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, DriverError,
+};
 use cudarc::nvrtc::Ptx;
 use ferroflow_core::BackendError;
 use std::sync::Arc;
@@ -26,6 +28,13 @@ impl<T> Check<T> for Result<T, DriverError> {
             message: format!("{what}: {e}"),
         })
     }
+}
+
+/// The raw device address of `slice`, for the pointer structs the kernels take and the raw
+/// driver copies.
+pub(crate) fn address<T>(slice: &CudaSlice<T>, stream: &CudaStream) -> sys::CUdeviceptr {
+    // Event tracking is off (Device::open), so the returned guard records nothing.
+    slice.device_ptr(stream).0
 }
 
 fn unavailable(reason: impl Into<String>) -> BackendError {

@@ -13,8 +13,8 @@
 //! Events order all of it: a block's next step waits for its halos; a face is packed into
 //! one of two buffers by iteration parity, so the next iteration's packing never overwrites
 //! a face still being pulled (a block two iterations ahead would need halos not yet sent).
-use crate::backend::{address_of, CudaBackend, CudaOptions};
-use crate::device::{Check, Device};
+use crate::backend::{CudaBackend, CudaOptions};
+use crate::device::{address, Check, Device};
 use crate::launch::{Region, Vars};
 use cudarc::driver::sys::{self, CUdeviceptr, CUmemorytype};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
@@ -231,7 +231,7 @@ impl<R: Real> MultiGpu<R> {
                     vars: self.equations,
                 };
                 if self.options.packing {
-                    let send = address_of(&l.send[p], &be.device);
+                    let send = address(&l.send[p], &be.device.stream);
                     be.queue_face(&b.comm, &next, &face, send, false)?;
                     if let [h0, h1] = &l.host[..] {
                         let host = [h0, h1][p];
@@ -263,11 +263,11 @@ impl<R: Real> MultiGpu<R> {
             let comm = &to.comm;
             let cur = to.backend.state.cur();
             comm.wait(&from.packed).check("waiting for an event")?;
-            let recv = address_of(&l.recv, &to.backend.device);
+            let recv = address(&l.recv, &to.backend.device.stream);
             let host = l.host.get(self.parity).map(host_ptr).transpose()?;
             match (self.options.packing, host) {
                 (true, None) => {
-                    let send = address_of(&l.send[p], &from.backend.device);
+                    let send = address(&l.send[p], &from.backend.device.stream);
                     copy_between(
                         comm,
                         &to.backend.device,
@@ -622,8 +622,8 @@ pub fn link_bandwidth(
     // SAFETY: written by the copies before it is read.
     let host = unsafe { da.ctx.alloc_pinned::<u8>(bytes) }.check("allocating pinned memory")?;
     let (s, d, h) = (
-        address_of(&src, &da),
-        address_of(&dst, &db),
+        address(&src, &da.stream),
+        address(&dst, &db.stream),
         host_ptr(&host)?,
     );
     // The copy runs on `b`'s stream and reads `a`'s memory: both directions, as MultiGpu.
