@@ -80,7 +80,9 @@ impl<R: Real> CudaBackend<R> {
     /// Opens the device, compiles the kernels, uploads `problem.initial` (and the source) and
     /// chooses the interior kernel's launch shape as `options.tune` says. Errors say exactly
     /// what is missing ([`BackendError::Unavailable`]: no driver, no NVRTC, no device), what
-    /// failed to compile (with the NVRTC log) or how much memory the case needs.
+    /// failed to compile ([`BackendError::Compile`], with the NVRTC log), how much memory the
+    /// case needs ([`BackendError::OutOfMemory`]) or which driver call failed
+    /// ([`BackendError::Driver`]).
     pub fn new(
         problem: &Problem<R>,
         options: &CudaOptions,

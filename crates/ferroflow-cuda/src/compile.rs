@@ -297,15 +297,16 @@ pub fn nvrtc_version() -> Result<String, BackendError> {
     // SAFETY: the library loads (checked above); the call writes two ints.
     unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
         .result()
-        .map_err(|e| BackendError::Failed {
+        .map_err(|e| BackendError::Driver {
             backend: "cuda",
-            message: format!("reading the NVRTC version: {e}"),
+            op: "reading the NVRTC version".into(),
+            message: e.to_string(),
         })?;
     Ok(format!("{major}.{minor}"))
 }
 
 /// Compiles `build` to a cubin for `arch` (e.g. `sm_90`) with NVRTC only (no driver, no GPU).
-/// A compile failure carries the NVRTC log.
+/// A compile failure is a [`BackendError::Compile`] with NVRTC's log.
 pub fn compile(build: &Build, arch: &str) -> Result<Vec<u8>, BackendError> {
     if !nvrtc_available() {
         return Err(BackendError::Unavailable {
@@ -314,30 +315,40 @@ pub fn compile(build: &Build, arch: &str) -> Result<Vec<u8>, BackendError> {
         });
     }
     let options = build.options(arch);
-    // What went wrong, the build and its options, then NVRTC's log if there is one.
-    let failed = |what: String, log: &str| BackendError::Failed {
+    // The build and its options, with NVRTC's error and log.
+    let failed = |log: String| BackendError::Compile {
         backend: "cuda",
-        message: format!("NVRTC {what} {build} with {}\n{log}", options.join(" ")),
+        build: format!("{build} with {}", options.join(" ")),
+        log,
     };
     let source = CString::new(build.program.source()).expect("kernel sources hold no NUL");
     let name = CString::new(format!("{}.cu", build.program.stem())).expect("no NUL");
     let program = result::create_program(&source, Some(&name))
-        .map_err(|e| failed(format!("could not create a program ({e:?}) for"), ""))?;
+        .map_err(|e| failed(format!("creating the program: {e:?}")))?;
     // SAFETY: `program` was created above and is destroyed once, below; `source` and `name`
     // outlive it.
     let cubin = unsafe {
         let compiled = match result::compile_program(program, &options) {
-            Ok(()) => cubin(program).map_err(|e| failed(format!("gave no cubin ({e:?}) for"), "")),
-            Err(e) => {
-                let log = result::get_program_log(program).unwrap_or_default();
-                let log = CStr::from_ptr(log.as_ptr()).to_string_lossy().into_owned();
-                Err(failed(format!("could not compile ({e:?})"), &log))
-            }
+            Ok(()) => cubin(program).map_err(|e| failed(format!("reading the cubin: {e:?}"))),
+            Err(e) => Err(failed(format!("{e:?}\n{}", program_log(program)))),
         };
         let _ = result::destroy_program(program);
         compiled
     };
     cubin
+}
+
+/// The log of a compiled program (empty if NVRTC gives none).
+///
+/// # Safety
+/// `program` must be a live NVRTC program.
+unsafe fn program_log(program: sys::nvrtcProgram) -> String {
+    let log = result::get_program_log(program).unwrap_or_default();
+    let bytes: Vec<u8> = log.iter().map(|&c| c as u8).collect();
+    match CStr::from_bytes_until_nul(&bytes) {
+        Ok(text) => text.to_string_lossy().into_owned(),
+        Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
+    }
 }
 
 /// The machine code of a compiled program.

@@ -17,15 +17,16 @@ pub(crate) const GIB: f64 = (1u64 << 30) as f64;
 
 /// Checks a CUDA result, naming the operation that failed.
 pub(crate) trait Check<T> {
-    /// The value, or [`BackendError::Failed`] saying what was being done.
+    /// The value, or [`BackendError::Driver`] saying what was being done.
     fn check(self, what: &str) -> Result<T, BackendError>;
 }
 
 impl<T> Check<T> for Result<T, DriverError> {
     fn check(self, what: &str) -> Result<T, BackendError> {
-        self.map_err(|e| BackendError::Failed {
+        self.map_err(|e| BackendError::Driver {
             backend: "cuda",
-            message: format!("{what}: {e}"),
+            op: what.into(),
+            message: e.to_string(),
         })
     }
 }
@@ -175,13 +176,12 @@ fn enough_memory(
     if need <= free {
         return Ok(());
     }
-    Err(BackendError::Failed {
+    Err(BackendError::OutOfMemory {
         backend: "cuda",
-        message: format!(
-            "out of device memory: the case needs {:.2} GiB ({detail}), {device} has {:.2} GiB \
-             free of {:.2} GiB",
-            need as f64 / GIB,
-            free as f64 / GIB,
+        needed_bytes: need as u64,
+        available_bytes: free as u64,
+        what: format!(
+            "the case ({detail}) on {device} ({:.2} GiB in all)",
             total as f64 / GIB
         ),
     })
@@ -229,11 +229,24 @@ mod tests {
     #[test]
     fn memory_shortage_says_what_is_needed_and_free() {
         assert!(enough_memory("H100", 10, 10, 20, "x").is_ok());
-        let e = enough_memory("H100", 3 << 30, 1 << 30, 80 << 30, "state 2 x 3 arrays")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("needs 3.00 GiB (state 2 x 3 arrays)"), "{e}");
-        assert!(e.contains("1.00 GiB free of 80.00 GiB"), "{e}");
+        let e = enough_memory("H100", 3 << 30, 1 << 30, 80 << 30, "state 2 x 3 arrays");
+        let Err(
+            e @ BackendError::OutOfMemory {
+                needed_bytes,
+                available_bytes,
+                ..
+            },
+        ) = e
+        else {
+            panic!("{e:?} is not OutOfMemory");
+        };
+        assert_eq!((needed_bytes, available_bytes), (3 << 30, 1 << 30));
+        let e = e.to_string();
+        assert!(
+            e.contains("the case (state 2 x 3 arrays) on H100 (80.00 GiB"),
+            "{e}"
+        );
+        assert!(e.contains("needs 3.00 GiB, 1.00 GiB free"), "{e}");
     }
 
     #[test]
