@@ -2,7 +2,9 @@
 //! type, the dimension, the launch shape and the entry point as `-D` macros. NVRTC compiles
 //! down to machine code (a cubin) for the device's architecture: the driver then loads it as
 //! is, instead of compiling PTX one module at a time, and tuning compiles its candidates on
-//! all cores.
+//! all cores. The functions here always run NVRTC (CI relies on it); the backend's compiles go
+//! through the on-disk cubin cache.
+use crate::cache;
 use crate::launch::LaunchShape;
 use crate::tune;
 use cudarc::nvrtc::{result, sys};
@@ -305,7 +307,8 @@ pub fn nvrtc_version() -> Result<String, BackendError> {
     Ok(format!("{major}.{minor}"))
 }
 
-/// Compiles `build` to a cubin for `arch` (e.g. `sm_90`) with NVRTC only (no driver, no GPU).
+/// Compiles `build` to a cubin for `arch` (e.g. `sm_90`) with NVRTC only (no driver, no GPU,
+/// no cache).
 /// A compile failure is a [`BackendError::Compile`] with NVRTC's log.
 pub fn compile(build: &Build, arch: &str) -> Result<Vec<u8>, BackendError> {
     if !nvrtc_available() {
@@ -366,6 +369,16 @@ unsafe fn cubin(program: sys::nvrtcProgram) -> Result<Vec<u8>, result::NvrtcErro
 /// Compiles several builds on all cores (NVRTC is thread-safe across programs); results in
 /// the order of `builds`.
 pub fn compile_many(builds: &[Build], arch: &str) -> Vec<Result<Vec<u8>, BackendError>> {
+    in_parallel(builds, arch, compile)
+}
+
+/// `compile` (NVRTC alone, or through the cubin cache) applied to every build on all cores;
+/// results in the order of `builds`.
+pub(crate) fn in_parallel(
+    builds: &[Build],
+    arch: &str,
+    compile: impl Fn(&Build, &str) -> Result<Vec<u8>, BackendError> + Sync,
+) -> Vec<Result<Vec<u8>, BackendError>> {
     builds.par_iter().map(|b| compile(b, arch)).collect()
 }
 
@@ -382,10 +395,8 @@ pub(crate) fn source_digest(precision: Precision, dim: usize, variant: Variant, 
         precision,
         fmad,
     };
-    let text = build.program.source() + &build.options("").join(" ");
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h: u64, b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    let source = cache::fnv1a(cache::FNV_OFFSET, build.program.source().as_bytes());
+    cache::fnv1a(source, build.options("").join(" ").as_bytes())
 }
 
 #[cfg(test)]

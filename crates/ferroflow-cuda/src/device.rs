@@ -1,6 +1,7 @@
 //! Opening a device: library checks first (cudarc panics on a missing library), then the
 //! context, the one stream all work runs on, device facts, free-memory checks, and the
 //! conversion of CUDA errors into [`BackendError`].
+use crate::cache;
 use crate::compile::{self, Build, NO_NVRTC};
 use cudarc::driver::sys::{self, CUdevice_attribute};
 use cudarc::driver::{
@@ -103,9 +104,15 @@ impl Device {
         format!("sm_{}{}", self.capability.0, self.capability.1)
     }
 
-    /// Compiles `build` for this device.
+    /// Compiles `build` for this device, through the cubin cache.
     pub fn compile(&self, build: &Build) -> Result<Vec<u8>, BackendError> {
-        compile::compile(build, &self.arch())
+        cache::compile(build, &self.arch())
+    }
+
+    /// Compiles `builds` for this device on all cores, through the cubin cache; results in
+    /// the order of `builds`.
+    pub fn compile_many(&self, builds: &[Build]) -> Vec<Result<Vec<u8>, BackendError>> {
+        compile::in_parallel(builds, &self.arch(), cache::compile)
     }
 
     /// Loads a cubin and returns its function `name`.
