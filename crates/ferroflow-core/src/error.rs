@@ -72,6 +72,42 @@ pub enum BackendError {
         /// What it lacks.
         what: String,
     },
+    /// Not enough free device memory for what was asked.
+    #[error(
+        "backend {backend}: out of device memory for {what}: needs {:.2} GiB, {:.2} GiB free",
+        gib(.needed_bytes),
+        gib(.available_bytes)
+    )]
+    OutOfMemory {
+        /// Backend name.
+        backend: &'static str,
+        /// Bytes needed.
+        needed_bytes: u64,
+        /// Bytes free on the device.
+        available_bytes: u64,
+        /// What needs them, and on which device.
+        what: String,
+    },
+    /// A driver or runtime call failed.
+    #[error("backend {backend}: {op}: {message}")]
+    Driver {
+        /// Backend name.
+        backend: &'static str,
+        /// What the call was doing (e.g. `creating a stream`).
+        op: String,
+        /// The driver's message.
+        message: String,
+    },
+    /// A kernel failed to compile at run time.
+    #[error("backend {backend}: could not compile {build}\n{log}")]
+    Compile {
+        /// Backend name.
+        backend: &'static str,
+        /// The build: source, specialisation and options.
+        build: String,
+        /// The compiler's log.
+        log: String,
+    },
     /// Any other failure, with the backend's own message.
     #[error("backend {backend}: {message}")]
     Failed {
@@ -80,4 +116,9 @@ pub enum BackendError {
         /// The message.
         message: String,
     },
+}
+
+/// Bytes in GiB, for messages.
+fn gib(bytes: &u64) -> f64 {
+    *bytes as f64 / (1u64 << 30) as f64
 }

@@ -4,7 +4,7 @@
 //! before it are replayed from CUDA graphs, which removes most of the launch overhead that
 //! dominates on small grids.
 use crate::compile::{Build, Precision, Program, Variant};
-use crate::device::{Check, Device, GIB};
+use crate::device::{address, Check, Device, GIB};
 use crate::launch::{
     BoundaryKernel, Coeffs, Grid, HaloKernel, ReduceKernel, Region, StepArgs, StepKernel,
 };
@@ -80,7 +80,9 @@ impl<R: Real> CudaBackend<R> {
     /// Opens the device, compiles the kernels, uploads `problem.initial` (and the source) and
     /// chooses the interior kernel's launch shape as `options.tune` says. Errors say exactly
     /// what is missing ([`BackendError::Unavailable`]: no driver, no NVRTC, no device), what
-    /// failed to compile (with the NVRTC log) or how much memory the case needs.
+    /// failed to compile ([`BackendError::Compile`], with the NVRTC log), how much memory the
+    /// case needs ([`BackendError::OutOfMemory`]) or which driver call failed
+    /// ([`BackendError::Driver`]).
     pub fn new(
         problem: &Problem<R>,
         options: &CudaOptions,
@@ -175,7 +177,7 @@ impl<R: Real> CudaBackend<R> {
 
     /// Device address of the pressure shift given from outside.
     pub(crate) fn given_shift(&self) -> CUdeviceptr {
-        address_of(&self.shifts, &self.device)
+        address(&self.shifts, &self.device.stream)
     }
 
     /// Queues one iteration: interior pass into the next buffer, its walls, the residual sums
@@ -278,7 +280,7 @@ impl<R: Real> CudaBackend<R> {
         Ok(self
             .face
             .as_ref()
-            .map_or(0, |f| address_of(f, &self.device)))
+            .map_or(0, |f| address(f, &self.device.stream)))
     }
 
     /// Runs `graph_iterations` iterations from the graph of the current buffer.
@@ -372,13 +374,6 @@ impl<R: Real> Backend for CudaBackend<R> {
         self.state
             .upload(&self.device.stream, fields, &self.boundary, &self.args.grid)
     }
-}
-
-/// The raw device address of `slice`.
-pub(crate) fn address_of<T>(slice: &CudaSlice<T>, device: &Device) -> CUdeviceptr {
-    use cudarc::driver::DevicePtr;
-    // Event tracking is off (Device::open), so the returned guard records nothing.
-    slice.device_ptr(&device.stream).0
 }
 
 /// Host-driven blocks (the generic driver, MPI): every call waits for the device.

@@ -2,16 +2,18 @@
 //! type, the dimension, the launch shape and the entry point as `-D` macros. NVRTC compiles
 //! down to machine code (a cubin) for the device's architecture: the driver then loads it as
 //! is, instead of compiling PTX one module at a time, and tuning compiles its candidates on
-//! all cores.
+//! all cores. The functions here always run NVRTC (CI relies on it); the backend's compiles go
+//! through the on-disk cubin cache.
+use crate::cache;
 use crate::launch::LaunchShape;
 use crate::tune;
 use cudarc::nvrtc::{result, sys};
 use ferroflow_core::{BackendError, Real, GHOST};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::any::TypeId;
 use std::ffi::{CStr, CString};
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Threads per block of `reduce_sums` (kernels/reduce.cu).
 pub(crate) const REDUCE_THREADS: u32 = 256;
@@ -297,15 +299,17 @@ pub fn nvrtc_version() -> Result<String, BackendError> {
     // SAFETY: the library loads (checked above); the call writes two ints.
     unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
         .result()
-        .map_err(|e| BackendError::Failed {
+        .map_err(|e| BackendError::Driver {
             backend: "cuda",
-            message: format!("reading the NVRTC version: {e}"),
+            op: "reading the NVRTC version".into(),
+            message: e.to_string(),
         })?;
     Ok(format!("{major}.{minor}"))
 }
 
-/// Compiles `build` to a cubin for `arch` (e.g. `sm_90`) with NVRTC only (no driver, no GPU).
-/// A compile failure carries the NVRTC log.
+/// Compiles `build` to a cubin for `arch` (e.g. `sm_90`) with NVRTC only (no driver, no GPU,
+/// no cache).
+/// A compile failure is a [`BackendError::Compile`] with NVRTC's log.
 pub fn compile(build: &Build, arch: &str) -> Result<Vec<u8>, BackendError> {
     if !nvrtc_available() {
         return Err(BackendError::Unavailable {
@@ -314,30 +318,40 @@ pub fn compile(build: &Build, arch: &str) -> Result<Vec<u8>, BackendError> {
         });
     }
     let options = build.options(arch);
-    // What went wrong, the build and its options, then NVRTC's log if there is one.
-    let failed = |what: String, log: &str| BackendError::Failed {
+    // The build and its options, with NVRTC's error and log.
+    let failed = |log: String| BackendError::Compile {
         backend: "cuda",
-        message: format!("NVRTC {what} {build} with {}\n{log}", options.join(" ")),
+        build: format!("{build} with {}", options.join(" ")),
+        log,
     };
     let source = CString::new(build.program.source()).expect("kernel sources hold no NUL");
     let name = CString::new(format!("{}.cu", build.program.stem())).expect("no NUL");
     let program = result::create_program(&source, Some(&name))
-        .map_err(|e| failed(format!("could not create a program ({e:?}) for"), ""))?;
+        .map_err(|e| failed(format!("creating the program: {e:?}")))?;
     // SAFETY: `program` was created above and is destroyed once, below; `source` and `name`
     // outlive it.
     let cubin = unsafe {
         let compiled = match result::compile_program(program, &options) {
-            Ok(()) => cubin(program).map_err(|e| failed(format!("gave no cubin ({e:?}) for"), "")),
-            Err(e) => {
-                let log = result::get_program_log(program).unwrap_or_default();
-                let log = CStr::from_ptr(log.as_ptr()).to_string_lossy().into_owned();
-                Err(failed(format!("could not compile ({e:?})"), &log))
-            }
+            Ok(()) => cubin(program).map_err(|e| failed(format!("reading the cubin: {e:?}"))),
+            Err(e) => Err(failed(format!("{e:?}\n{}", program_log(program)))),
         };
         let _ = result::destroy_program(program);
         compiled
     };
     cubin
+}
+
+/// The log of a compiled program (empty if NVRTC gives none).
+///
+/// # Safety
+/// `program` must be a live NVRTC program.
+unsafe fn program_log(program: sys::nvrtcProgram) -> String {
+    let log = result::get_program_log(program).unwrap_or_default();
+    let bytes: Vec<u8> = log.iter().map(|&c| c as u8).collect();
+    match CStr::from_bytes_until_nul(&bytes) {
+        Ok(text) => text.to_string_lossy().into_owned(),
+        Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
+    }
 }
 
 /// The machine code of a compiled program.
@@ -355,37 +369,17 @@ unsafe fn cubin(program: sys::nvrtcProgram) -> Result<Vec<u8>, result::NvrtcErro
 /// Compiles several builds on all cores (NVRTC is thread-safe across programs); results in
 /// the order of `builds`.
 pub fn compile_many(builds: &[Build], arch: &str) -> Vec<Result<Vec<u8>, BackendError>> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, builds.len().max(1));
-    let next = AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<Vec<u8>, BackendError>>> = Vec::new();
-    results.resize_with(builds.len(), || None);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(build) = builds.get(i) else {
-                            return done;
-                        };
-                        done.push((i, compile(build, arch)));
-                    }
-                })
-            })
-            .collect();
-        for handle in handles {
-            for (i, result) in handle.join().expect("an NVRTC worker thread panicked") {
-                results[i] = Some(result);
-            }
-        }
-    });
-    results
-        .into_iter()
-        .map(|r| r.expect("every build is taken by a worker"))
-        .collect()
+    in_parallel(builds, arch, compile)
+}
+
+/// `compile` (NVRTC alone, or through the cubin cache) applied to every build on all cores;
+/// results in the order of `builds`.
+pub(crate) fn in_parallel(
+    builds: &[Build],
+    arch: &str,
+    compile: impl Fn(&Build, &str) -> Result<Vec<u8>, BackendError> + Sync,
+) -> Vec<Result<Vec<u8>, BackendError>> {
+    builds.par_iter().map(|b| compile(b, arch)).collect()
 }
 
 /// Digest of what a tuned `ac_step` build depends on besides its shape (the expanded source
@@ -401,10 +395,8 @@ pub(crate) fn source_digest(precision: Precision, dim: usize, variant: Variant, 
         precision,
         fmad,
     };
-    let text = build.program.source() + &build.options("").join(" ");
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h: u64, b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    let source = cache::fnv1a(cache::FNV_OFFSET, build.program.source().as_bytes());
+    cache::fnv1a(source, build.options("").join(" ").as_bytes())
 }
 
 #[cfg(test)]

@@ -1,9 +1,12 @@
 //! Opening a device: library checks first (cudarc panics on a missing library), then the
 //! context, the one stream all work runs on, device facts, free-memory checks, and the
 //! conversion of CUDA errors into [`BackendError`].
+use crate::cache;
 use crate::compile::{self, Build, NO_NVRTC};
 use cudarc::driver::sys::{self, CUdevice_attribute};
-use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaStream, DriverError};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, DriverError,
+};
 use cudarc::nvrtc::Ptx;
 use ferroflow_core::BackendError;
 use std::sync::Arc;
@@ -15,17 +18,25 @@ pub(crate) const GIB: f64 = (1u64 << 30) as f64;
 
 /// Checks a CUDA result, naming the operation that failed.
 pub(crate) trait Check<T> {
-    /// The value, or [`BackendError::Failed`] saying what was being done.
+    /// The value, or [`BackendError::Driver`] saying what was being done.
     fn check(self, what: &str) -> Result<T, BackendError>;
 }
 
 impl<T> Check<T> for Result<T, DriverError> {
     fn check(self, what: &str) -> Result<T, BackendError> {
-        self.map_err(|e| BackendError::Failed {
+        self.map_err(|e| BackendError::Driver {
             backend: "cuda",
-            message: format!("{what}: {e}"),
+            op: what.into(),
+            message: e.to_string(),
         })
     }
+}
+
+/// The raw device address of `slice`, for the pointer structs the kernels take and the raw
+/// driver copies.
+pub(crate) fn address<T>(slice: &CudaSlice<T>, stream: &CudaStream) -> sys::CUdeviceptr {
+    // Event tracking is off (Device::open), so the returned guard records nothing.
+    slice.device_ptr(stream).0
 }
 
 fn unavailable(reason: impl Into<String>) -> BackendError {
@@ -93,9 +104,15 @@ impl Device {
         format!("sm_{}{}", self.capability.0, self.capability.1)
     }
 
-    /// Compiles `build` for this device.
+    /// Compiles `build` for this device, through the cubin cache.
     pub fn compile(&self, build: &Build) -> Result<Vec<u8>, BackendError> {
-        compile::compile(build, &self.arch())
+        cache::compile(build, &self.arch())
+    }
+
+    /// Compiles `builds` for this device on all cores, through the cubin cache; results in
+    /// the order of `builds`.
+    pub fn compile_many(&self, builds: &[Build]) -> Vec<Result<Vec<u8>, BackendError>> {
+        compile::in_parallel(builds, &self.arch(), cache::compile)
     }
 
     /// Loads a cubin and returns its function `name`.
@@ -166,13 +183,12 @@ fn enough_memory(
     if need <= free {
         return Ok(());
     }
-    Err(BackendError::Failed {
+    Err(BackendError::OutOfMemory {
         backend: "cuda",
-        message: format!(
-            "out of device memory: the case needs {:.2} GiB ({detail}), {device} has {:.2} GiB \
-             free of {:.2} GiB",
-            need as f64 / GIB,
-            free as f64 / GIB,
+        needed_bytes: need as u64,
+        available_bytes: free as u64,
+        what: format!(
+            "the case ({detail}) on {device} ({:.2} GiB in all)",
             total as f64 / GIB
         ),
     })
@@ -220,11 +236,24 @@ mod tests {
     #[test]
     fn memory_shortage_says_what_is_needed_and_free() {
         assert!(enough_memory("H100", 10, 10, 20, "x").is_ok());
-        let e = enough_memory("H100", 3 << 30, 1 << 30, 80 << 30, "state 2 x 3 arrays")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("needs 3.00 GiB (state 2 x 3 arrays)"), "{e}");
-        assert!(e.contains("1.00 GiB free of 80.00 GiB"), "{e}");
+        let e = enough_memory("H100", 3 << 30, 1 << 30, 80 << 30, "state 2 x 3 arrays");
+        let Err(
+            e @ BackendError::OutOfMemory {
+                needed_bytes,
+                available_bytes,
+                ..
+            },
+        ) = e
+        else {
+            panic!("{e:?} is not OutOfMemory");
+        };
+        assert_eq!((needed_bytes, available_bytes), (3 << 30, 1 << 30));
+        let e = e.to_string();
+        assert!(
+            e.contains("the case (state 2 x 3 arrays) on H100 (80.00 GiB"),
+            "{e}"
+        );
+        assert!(e.contains("needs 3.00 GiB, 1.00 GiB free"), "{e}");
     }
 
     #[test]

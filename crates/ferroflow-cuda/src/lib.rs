@@ -9,7 +9,10 @@
 //!   them, or without a device, [`CudaBackend::new`] and [`probe`] say exactly what is
 //!   missing ([`ferroflow_core::BackendError::Unavailable`]).
 //! - The kernel sources are embedded and compiled with NVRTC at start for the device's
-//!   architecture, with the real type and the launch shape as `-D` macros ([`compile`]).
+//!   architecture, with the real type and the launch shape as `-D` macros ([`compile`]). The
+//!   cubins are cached on disk (`cubin/` in the cache directory below, keyed by a digest of
+//!   NVRTC's version, the options and the source); `FERROFLOW_CUDA_DISABLE_CACHE=1` turns
+//!   that cache off.
 //! - The state lives on the device for the whole run (two buffers per variable, swapped);
 //!   residual norms are reduced on the device in a fixed order and copied back only for the
 //!   last iteration of each [`ferroflow_core::Backend::advance`] call. The iterations before it
@@ -45,6 +48,7 @@
 
 mod backend;
 mod bandwidth;
+mod cache;
 pub mod compile;
 mod device;
 mod launch;

@@ -13,8 +13,8 @@
 //! Events order all of it: a block's next step waits for its halos; a face is packed into
 //! one of two buffers by iteration parity, so the next iteration's packing never overwrites
 //! a face still being pulled (a block two iterations ahead would need halos not yet sent).
-use crate::backend::{address_of, CudaBackend, CudaOptions};
-use crate::device::{Check, Device};
+use crate::backend::{CudaBackend, CudaOptions};
+use crate::device::{address, Check, Device};
 use crate::launch::{Region, Vars};
 use cudarc::driver::sys::{self, CUdeviceptr, CUmemorytype};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
@@ -201,105 +201,129 @@ impl<R: Real> MultiGpu<R> {
 
     /// Queues one iteration of every block and the exchange of its halos.
     fn iterate(&mut self, norms: bool) -> Result<(), BackendError> {
-        let p = self.parity;
         let owner_shift = self.blocks[self.reference].backend.own_shift();
-        for (id, b) in self.blocks.iter_mut().enumerate() {
-            let be = &b.backend;
+        for id in 0..self.blocks.len() {
             let shift = if id == self.reference {
                 owner_shift
             } else {
-                be.given_shift()
+                self.blocks[id].backend.given_shift()
             };
-            let stream = be.device.stream.clone();
-            let split = self.options.overlap && !norms;
-            // The x walls the interior pass fills (only a pass over the whole block does).
-            let mut done = 0;
-            if split {
-                for r in &b.strips {
-                    be.queue_step(Some(r), shift, false)?;
-                }
-            } else {
-                done = be.queue_step(None, shift, norms)?;
-            }
-            b.strips_done.record(&stream).check("recording an event")?;
-            b.comm.wait(&b.strips_done).check("waiting for an event")?;
-            // Faces this block sends, packed (and staged) on its communication stream.
-            let next = be.state.next();
-            for l in self.links.iter().filter(|l| l.from == id) {
-                let face = Face {
-                    side: l.side.opposite(),
-                    vars: self.equations,
-                };
-                if self.options.packing {
-                    let send = address_of(&l.send[p], &be.device);
-                    be.queue_face(&b.comm, &next, &face, send, false)?;
-                    if let [h0, h1] = &l.host[..] {
-                        let host = [h0, h1][p];
-                        copy_raw(&b.comm, host_ptr(host)?, send, host.len())?;
-                    }
-                } else if let [h0, h1] = &l.host[..] {
-                    let host = [h0, h1][p];
-                    let how = BoxCopy::ToHost(host_ptr(host)?);
-                    copy_boxes::<R>(&b.comm, &be.layout, &next, &face, how)?;
-                }
-            }
-            b.packed.record(&b.comm).check("recording an event")?;
-            if split && !b.inner.is_empty() {
-                be.queue_step(Some(&b.inner), shift, false)?;
-            }
-            b.backend.queue_walls_and_swap(norms, done)?;
-            // The swap flipped cur: the state just computed is now current.
-            b.stepped
-                .record(&b.backend.device.stream)
-                .check("recording an event")?;
+            self.step_block(id, shift, norms)?;
         }
-        // Halos, pulled by the receiving block's communication stream into its new state.
         for l in &self.links {
-            let (from, to) = (&self.blocks[l.from], &self.blocks[l.to]);
-            let face = Face {
-                side: l.side,
-                vars: self.equations,
-            };
-            let comm = &to.comm;
-            let cur = to.backend.state.cur();
-            comm.wait(&from.packed).check("waiting for an event")?;
-            let recv = address_of(&l.recv, &to.backend.device);
-            let host = l.host.get(self.parity).map(host_ptr).transpose()?;
-            match (self.options.packing, host) {
-                (true, None) => {
-                    let send = address_of(&l.send[p], &from.backend.device);
-                    copy_between(
-                        comm,
-                        &to.backend.device,
-                        recv,
-                        &from.backend.device,
-                        send,
-                        l.recv.len(),
-                    )?;
-                    to.backend.queue_face(comm, &cur, &face, recv, true)?;
-                }
-                (true, Some(host)) => {
-                    copy_raw(comm, recv, host, l.recv.len())?;
-                    to.backend.queue_face(comm, &cur, &face, recv, true)?;
-                }
-                (false, None) => {
-                    // Straight from the sender's state, whose step is done (strips_done).
-                    comm.wait(&from.strips_done).check("waiting for an event")?;
-                    let fb = &from.backend;
-                    let how =
-                        BoxCopy::FromDevice(fb.state.cur(), fb.device.ctx.cu_ctx(), fb.layout);
-                    copy_boxes::<R>(comm, &to.backend.layout, &cur, &face, how)?;
-                }
-                (false, Some(host)) => {
-                    let how = BoxCopy::FromHost(host);
-                    copy_boxes::<R>(comm, &to.backend.layout, &cur, &face, how)?;
-                }
-            }
+            self.pull_halo(l)?;
         }
+        // Every halo of a block has been queued on its communication stream.
         for b in &self.blocks {
             b.unpacked.record(&b.comm).check("recording an event")?;
         }
-        // The whole grid's pressure shift for the next iteration, and the halos, before it.
+        self.share_shift()?;
+        self.parity = 1 - self.parity;
+        Ok(())
+    }
+
+    /// Queues block `id`'s step with the pressure shift at `shift` on its compute stream (with
+    /// overlap: the strips, then the rest) and the faces it sends on its communication stream,
+    /// once the strips are done.
+    fn step_block(
+        &mut self,
+        id: usize,
+        shift: CUdeviceptr,
+        norms: bool,
+    ) -> Result<(), BackendError> {
+        let split = self.options.overlap && !norms;
+        let b = &self.blocks[id];
+        let be = &b.backend;
+        // The x walls the interior pass fills (only a pass over the whole block does).
+        let mut done = 0;
+        if split {
+            for r in &b.strips {
+                be.queue_step(Some(r), shift, false)?;
+            }
+        } else {
+            done = be.queue_step(None, shift, norms)?;
+        }
+        b.strips_done
+            .record(&be.device.stream)
+            .check("recording an event")?;
+        b.comm.wait(&b.strips_done).check("waiting for an event")?;
+        self.send_faces(id)?;
+        b.packed.record(&b.comm).check("recording an event")?;
+        if split && !b.inner.is_empty() {
+            be.queue_step(Some(&b.inner), shift, false)?;
+        }
+        let b = &mut self.blocks[id];
+        b.backend.queue_walls_and_swap(norms, done)?;
+        // The swap flipped cur: the state just computed is now current.
+        b.stepped
+            .record(&b.backend.device.stream)
+            .check("recording an event")
+    }
+
+    /// Queues on block `id`'s communication stream the faces it sends from the state being
+    /// computed: packed into this iteration's send buffers (and staged to pinned memory for a
+    /// host exchange), or, without packing, copied as boxes to pinned memory (a device exchange
+    /// without packing has nothing to send: `pull_halo` reads the sender's state).
+    fn send_faces(&self, id: usize) -> Result<(), BackendError> {
+        let (b, p) = (&self.blocks[id], self.parity);
+        let be = &b.backend;
+        let next = be.state.next();
+        for l in self.links.iter().filter(|l| l.from == id) {
+            let face = Face {
+                side: l.side.opposite(),
+                vars: self.equations,
+            };
+            if self.options.packing {
+                let send = address(&l.send[p], &be.device.stream);
+                be.queue_face(&b.comm, &next, &face, send, false)?;
+                if let Some(host) = l.host.get(p) {
+                    copy_raw(&b.comm, host_ptr(host)?, send, host.len())?;
+                }
+            } else if let Some(host) = l.host.get(p) {
+                let how = BoxCopy::ToHost(host_ptr(host)?);
+                copy_boxes::<R>(&b.comm, &be.layout, &next, &face, how)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues the halo of `l`, pulled by the receiving block's communication stream into its
+    /// new state once the sender has packed it.
+    fn pull_halo(&self, l: &Link) -> Result<(), BackendError> {
+        let (from, to, p) = (&self.blocks[l.from], &self.blocks[l.to], self.parity);
+        let face = Face {
+            side: l.side,
+            vars: self.equations,
+        };
+        let (comm, tb, fb) = (&to.comm, &to.backend, &from.backend);
+        let cur = tb.state.cur();
+        comm.wait(&from.packed).check("waiting for an event")?;
+        let recv = address(&l.recv, &tb.device.stream);
+        let host = l.host.get(p).map(host_ptr).transpose()?;
+        if self.options.packing {
+            match host {
+                Some(host) => copy_raw(comm, recv, host, l.recv.len())?,
+                None => {
+                    let send = address(&l.send[p], &fb.device.stream);
+                    copy_between(comm, &tb.device, recv, &fb.device, send, l.recv.len())?;
+                }
+            }
+            return tb.queue_face(comm, &cur, &face, recv, true);
+        }
+        let how = match host {
+            Some(host) => BoxCopy::FromHost(host),
+            None => {
+                // Straight from the sender's state, whose step is done (strips_done).
+                comm.wait(&from.strips_done).check("waiting for an event")?;
+                BoxCopy::FromDevice(fb.state.cur(), fb.device.ctx.cu_ctx(), fb.layout)
+            }
+        };
+        copy_boxes::<R>(comm, &tb.layout, &cur, &face, how)
+    }
+
+    /// Queues on every block's compute stream the copy of the whole grid's pressure shift from
+    /// the owner's new state, and the wait for its halos: the next step needs both.
+    fn share_shift(&self) -> Result<(), BackendError> {
         let owner = &self.blocks[self.reference];
         for (id, b) in self.blocks.iter().enumerate() {
             let stream = &b.backend.device.stream;
@@ -312,7 +336,6 @@ impl<R: Real> MultiGpu<R> {
             }
             stream.wait(&b.unpacked).check("waiting for an event")?;
         }
-        self.parity = 1 - p;
         Ok(())
     }
 }
@@ -477,76 +500,7 @@ fn copy_boxes<R: Real>(
         .context()
         .bind_to_thread()
         .check("binding a context")?;
-    // Pitch in bytes and rows per plane of a layout's arrays.
-    let pitch = |l: &Layout| (l.stride[1] * size, l.stride[2] / l.stride[1]);
-    let start = |l: &Layout, r: &ferroflow_core::decomposition::Region| {
-        (l.index(r[0].0, r[1].0, r[2].0) * size) as CUdeviceptr
-    };
-    let incoming = !matches!(how, BoxCopy::ToHost(_));
-    let mut at = 0;
-    for var in 0..face.vars {
-        let mine = face.region(layout, var, incoming);
-        let count = [0, 1, 2].map(|d| (mine[d].1 - mine[d].0) as usize);
-        let packed = (at * size) as CUdeviceptr;
-        at += region_len(&mine);
-        let (my_pitch, my_height) = pitch(layout);
-        let mut c = sys::CUDA_MEMCPY3D_PEER_st {
-            srcXInBytes: 0,
-            srcY: 0,
-            srcZ: 0,
-            srcLOD: 0,
-            srcMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
-            srcHost: std::ptr::null(),
-            srcDevice: 0,
-            srcArray: std::ptr::null_mut(),
-            srcContext: std::ptr::null_mut(),
-            srcPitch: 0,
-            srcHeight: 0,
-            dstXInBytes: 0,
-            dstY: 0,
-            dstZ: 0,
-            dstLOD: 0,
-            dstMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
-            dstHost: std::ptr::null_mut(),
-            dstDevice: vars.v[var] + start(layout, &mine),
-            dstArray: std::ptr::null_mut(),
-            dstContext: ctx,
-            dstPitch: my_pitch,
-            dstHeight: my_height,
-            WidthInBytes: count[0] * size,
-            Height: count[1],
-            Depth: count[2],
-        };
-        match how {
-            BoxCopy::FromDevice(v, sctx, l) => {
-                let theirs = Face {
-                    side: face.side.opposite(),
-                    vars: face.vars,
-                }
-                .region(&l, var, false);
-                let (sp, sh) = pitch(&l);
-                c.srcDevice = v.v[var] + start(&l, &theirs);
-                c.srcContext = sctx;
-                c.srcPitch = sp;
-                c.srcHeight = sh;
-            }
-            BoxCopy::FromHost(h) => {
-                c.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_HOST;
-                c.srcHost = (h + packed) as *const _;
-                c.srcPitch = count[0] * size;
-                c.srcHeight = count[1];
-            }
-            BoxCopy::ToHost(h) => {
-                (c.srcDevice, c.srcContext, c.srcPitch, c.srcHeight) =
-                    (c.dstDevice, ctx, my_pitch, my_height);
-                c.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_HOST;
-                c.dstDevice = 0;
-                c.dstContext = std::ptr::null_mut();
-                c.dstHost = (h + packed) as *mut _;
-                c.dstPitch = count[0] * size;
-                c.dstHeight = count[1];
-            }
-        }
+    for c in box_copies(layout, vars, ctx, face, how, size) {
         // SAFETY: both boxes lie inside their arrays or buffers; the stream orders the copy
         // after the work that wrote the source.
         unsafe { sys::cuMemcpy3DPeerAsync(&c, stream.cu_stream()) }
@@ -554,6 +508,118 @@ fn copy_boxes<R: Real>(
             .check("copying a halo box")?;
     }
     Ok(())
+}
+
+/// The copies of [`copy_boxes`], one per variable: the state `vars` (layout `layout`) is in
+/// context `ctx`, values are `size` bytes.
+fn box_copies(
+    layout: &Layout,
+    vars: &Vars,
+    ctx: sys::CUcontext,
+    face: &Face,
+    how: BoxCopy,
+    size: usize,
+) -> Vec<sys::CUDA_MEMCPY3D_PEER_st> {
+    let incoming = !matches!(how, BoxCopy::ToHost(_));
+    let mut at = 0;
+    let mut copies = Vec::with_capacity(face.vars);
+    for var in 0..face.vars {
+        let region = face.region(layout, var, incoming);
+        let count = [0, 1, 2].map(|d| (region[d].1 - region[d].0) as usize);
+        // Where this variable's values start in a packed buffer.
+        let packed = (at * size) as CUdeviceptr;
+        at += region_len(&region);
+        let mine = End::device(vars.v[var], ctx, layout, &region, size);
+        let (src, dst) = match how {
+            BoxCopy::FromDevice(v, sctx, l) => {
+                let theirs = Face {
+                    side: face.side.opposite(),
+                    vars: face.vars,
+                }
+                .region(&l, var, false);
+                (End::device(v.v[var], sctx, &l, &theirs, size), mine)
+            }
+            BoxCopy::FromHost(h) => (End::host(h + packed, count, size), mine),
+            BoxCopy::ToHost(h) => (mine, End::host(h + packed, count, size)),
+        };
+        copies.push(box_copy(&src, &dst, count, size));
+    }
+    copies
+}
+
+/// One side of a box copy: a box of a device array, or a packed box in pinned host memory.
+struct End {
+    memory: CUmemorytype,
+    device: CUdeviceptr,
+    host: *mut std::ffi::c_void,
+    context: sys::CUcontext,
+    /// Bytes per row and rows per plane.
+    pitch: usize,
+    height: usize,
+}
+
+impl End {
+    /// The box `region` of the array at `base` (context `context`, layout `layout`).
+    fn device(
+        base: CUdeviceptr,
+        context: sys::CUcontext,
+        layout: &Layout,
+        region: &ferroflow_core::decomposition::Region,
+        size: usize,
+    ) -> End {
+        let [i, j, k] = region.map(|(lo, _)| lo);
+        End {
+            memory: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            device: base + (layout.index(i, j, k) * size) as CUdeviceptr,
+            host: std::ptr::null_mut(),
+            context,
+            pitch: layout.stride[1] * size,
+            height: layout.stride[2] / layout.stride[1],
+        }
+    }
+
+    /// `count` values packed at the pinned host address `at`.
+    fn host(at: CUdeviceptr, count: [usize; 3], size: usize) -> End {
+        End {
+            memory: CUmemorytype::CU_MEMORYTYPE_HOST,
+            device: 0,
+            host: at as *mut _,
+            context: std::ptr::null_mut(),
+            pitch: count[0] * size,
+            height: count[1],
+        }
+    }
+}
+
+/// The driver's description of the copy of `count` values from `src` to `dst`.
+fn box_copy(src: &End, dst: &End, count: [usize; 3], size: usize) -> sys::CUDA_MEMCPY3D_PEER_st {
+    sys::CUDA_MEMCPY3D_PEER_st {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: src.memory,
+        srcHost: src.host,
+        srcDevice: src.device,
+        srcArray: std::ptr::null_mut(),
+        srcContext: src.context,
+        srcPitch: src.pitch,
+        srcHeight: src.height,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: dst.memory,
+        dstHost: dst.host,
+        dstDevice: dst.device,
+        dstArray: std::ptr::null_mut(),
+        dstContext: dst.context,
+        dstPitch: dst.pitch,
+        dstHeight: dst.height,
+        WidthInBytes: count[0] * size,
+        Height: count[1],
+        Depth: count[2],
+    }
 }
 
 impl<R: Real> Backend for MultiGpu<R> {
@@ -618,8 +684,8 @@ pub fn link_bandwidth(
     // SAFETY: written by the copies before it is read.
     let host = unsafe { da.ctx.alloc_pinned::<u8>(bytes) }.check("allocating pinned memory")?;
     let (s, d, h) = (
-        address_of(&src, &da),
-        address_of(&dst, &db),
+        address(&src, &da.stream),
+        address(&dst, &db.stream),
         host_ptr(&host)?,
     );
     // The copy runs on `b`'s stream and reads `a`'s memory: both directions, as MultiGpu.
@@ -644,4 +710,91 @@ pub fn link_bandwidth(
         times.push(start.elapsed().as_secs_f64());
     }
     Ok(bytes as f64 / crate::device::median(times))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOST: CUdeviceptr = 0x9000;
+
+    fn context(n: usize) -> sys::CUcontext {
+        n as sys::CUcontext
+    }
+
+    /// The copies of the x-high face of two variables (8-byte values) of a 3D block.
+    fn copies(how: BoxCopy) -> (Layout, Vars, Vec<sys::CUDA_MEMCPY3D_PEER_st>) {
+        let layout = Layout::new(3, [6, 5, 4]);
+        let mut vars = Vars::default();
+        vars.v[..2].copy_from_slice(&[1 << 20, 2 << 20]);
+        let face = Face {
+            side: Side::XHi,
+            vars: 2,
+        };
+        let copies = box_copies(&layout, &vars, context(1), &face, how, 8);
+        (layout, vars, copies)
+    }
+
+    /// The address of the first node of variable `var`'s box of `side` in `vars`.
+    fn first(layout: &Layout, vars: &Vars, side: Side, var: usize, incoming: bool) -> u64 {
+        let r = Face { side, vars: 2 }.region(layout, var, incoming);
+        vars.v[var] + 8 * layout.index(r[0].0, r[1].0, r[2].0) as u64
+    }
+
+    #[test]
+    fn boxes_go_to_and_from_packed_host_buffers_variable_after_variable() {
+        let (layout, vars, out) = copies(BoxCopy::ToHost(HOST));
+        let (_, _, back) = copies(BoxCopy::FromHost(HOST));
+        let row = (8 * layout.stride[1], layout.stride[2] / layout.stride[1]);
+        let first_len = region_len(
+            &Face {
+                side: Side::XHi,
+                vars: 2,
+            }
+            .region(&layout, 0, false),
+        );
+        for (var, (o, b)) in out.iter().zip(&back).enumerate() {
+            let packed = HOST as usize + 8 * first_len * var;
+            assert_eq!(o.srcMemoryType, CUmemorytype::CU_MEMORYTYPE_DEVICE);
+            assert_eq!(o.srcDevice, first(&layout, &vars, Side::XHi, var, false));
+            assert_eq!(
+                (o.srcContext, o.srcPitch, o.srcHeight),
+                (context(1), row.0, row.1)
+            );
+            assert_eq!(o.dstMemoryType, CUmemorytype::CU_MEMORYTYPE_HOST);
+            assert_eq!((o.dstHost as usize, o.dstDevice), (packed, 0));
+            assert!(o.dstContext.is_null());
+            assert_eq!((o.dstPitch, o.dstHeight), (o.WidthInBytes, o.Height));
+            // Receiving: the same packed layout into the layers beyond the side.
+            assert_eq!(b.srcMemoryType, CUmemorytype::CU_MEMORYTYPE_HOST);
+            assert_eq!((b.srcHost as usize, b.srcPitch), (packed, b.WidthInBytes));
+            assert_eq!(b.dstDevice, first(&layout, &vars, Side::XHi, var, true));
+            assert_eq!(
+                (b.dstContext, b.dstPitch, b.dstHeight),
+                (context(1), row.0, row.1)
+            );
+            assert_eq!(
+                (b.WidthInBytes, b.Height, b.Depth),
+                (o.WidthInBytes, o.Height, o.Depth)
+            );
+        }
+    }
+
+    #[test]
+    fn device_boxes_read_the_senders_opposite_side_in_its_context() {
+        let theirs = Layout::new(3, [7, 5, 4]);
+        let mut from = Vars::default();
+        from.v[..2].copy_from_slice(&[5 << 20, 6 << 20]);
+        let (layout, vars, c) = copies(BoxCopy::FromDevice(from, context(2), theirs));
+        for (var, c) in c.iter().enumerate() {
+            assert_eq!(c.srcDevice, first(&theirs, &from, Side::XLo, var, false));
+            assert_eq!(
+                (c.srcContext, c.srcPitch),
+                (context(2), 8 * theirs.stride[1])
+            );
+            assert_eq!(c.dstDevice, first(&layout, &vars, Side::XHi, var, true));
+            assert_eq!(c.dstContext, context(1));
+            assert!(c.srcHost.is_null() && c.dstHost.is_null());
+        }
+    }
 }

@@ -2,18 +2,12 @@
 //! swapped by flipping an index, never copied), the source term, and the residual sums. Host
 //! transfers happen only on upload, download and residual reads.
 use crate::compile::Precision;
-use crate::device::Check;
+use crate::device::{address, Check};
 use crate::launch::{BoundaryKernel, Grid, Vars};
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::{CudaSlice, CudaStream};
 use ferroflow_core::{BackendError, Fields, Layout, Problem, Real};
 use std::sync::Arc;
-
-/// The raw device address of `slice`, for the pointer structs the kernels take.
-fn address<T>(slice: &CudaSlice<T>, stream: &CudaStream) -> CUdeviceptr {
-    // Event tracking is off (Device::open), so the returned guard records nothing.
-    slice.device_ptr(stream).0
-}
 
 /// The bytes of `values`: `R` is f32 or f64 (checked), plain bits without padding.
 pub(crate) fn bytes<R: Real>(values: &[R]) -> &[u8] {

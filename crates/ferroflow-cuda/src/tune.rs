@@ -7,6 +7,7 @@
 //! The timed passes read the current buffer and write the interior nodes and walls of the
 //! other one, which the next iteration overwrites before anything reads them: tuning leaves
 //! the state unchanged and needs no scratch memory.
+use crate::cache;
 use crate::compile::{self, Build, Precision, Program, Variant};
 use crate::device::{median, Device, Timer};
 use crate::launch::{BoundaryKernel, LaunchShape, StepArgs, StepKernel, Vars};
@@ -252,7 +253,7 @@ impl<R: Real> Tuner<'_, R> {
             report.source = TuneSource::Fixed;
             self.kernel(shape)?
         } else {
-            let path = cache_dir().join(CACHE_FILE);
+            let path = cache::dir().join(CACHE_FILE);
             let key = self.cache_key();
             let cached = match read_cache(&path) {
                 Ok(cache) => cache.entries.get(&key).cloned(),
@@ -319,10 +320,7 @@ impl<R: Real> Tuner<'_, R> {
         let builds: Vec<Build> = shapes.iter().map(|&s| self.build(s)).collect();
         let mut kernels = Vec::new();
         let mut rows = Vec::new();
-        for (cubin, &shape) in compile::compile_many(&builds, &self.device.arch())
-            .into_iter()
-            .zip(&shapes)
-        {
+        for (cubin, &shape) in self.device.compile_many(&builds).into_iter().zip(&shapes) {
             let kernel = self.load(cubin?, shape)?;
             rows.push(TuneRow {
                 shape,
@@ -381,18 +379,6 @@ impl<R: Real> Tuner<'_, R> {
             self.variant.entry(),
             compile::source_digest(self.precision, self.layout.dim, self.variant, self.fmad)
         )
-    }
-}
-
-/// Cache directory: `FERROFLOW_CUDA_CACHE_DIR`, else `~/.cache/ferroflow`, else a temporary
-/// directory.
-fn cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("FERROFLOW_CUDA_CACHE_DIR") {
-        return dir.into();
-    }
-    match std::env::var_os("HOME") {
-        Some(home) => Path::new(&home).join(".cache").join("ferroflow"),
-        None => std::env::temp_dir().join("ferroflow"),
     }
 }
 

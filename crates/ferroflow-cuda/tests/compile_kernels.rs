@@ -50,7 +50,12 @@ fn a_compile_failure_carries_the_nvrtc_log() {
         precision: Precision::F64,
         fmad: false,
     };
-    let message = compile(&build, ARCH).unwrap_err().to_string();
+    let error = compile(&build, ARCH).unwrap_err();
+    assert!(
+        matches!(error, ferroflow_core::BackendError::Compile { .. }),
+        "{error:?}"
+    );
+    let message = error.to_string();
     assert!(message.contains("DIM is 2 or 3"), "{message}");
     assert!(message.contains("-DDIM=4"), "{message}");
 }
