@@ -339,6 +339,7 @@ impl<'a, R: Real> Session<'a, R> {
         let output = &self.job.loaded.case.output;
         let mut checkpoints = Every::new(output.checkpoint_interval, self.sim.iteration);
         let mut snapshots = Every::new(output.field_interval, self.sim.iteration);
+        let compress = output.compress;
         let names = self.problem.variable_names();
         let world = self.job.world;
         loop {
@@ -365,7 +366,7 @@ impl<'a, R: Real> Session<'a, R> {
             if snapshots.due(iteration) && !finished {
                 let fields = self.fields()?;
                 write_first(&mut self.out, self.job, |out| {
-                    out.write_snapshot(&self.problem, &fields, iteration)
+                    out.write_snapshot(&self.problem, &fields, iteration, compress)
                 })?;
                 snapshots.done(iteration);
             }
