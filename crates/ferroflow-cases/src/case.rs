@@ -167,6 +167,8 @@ pub struct OutputSpec {
     pub checkpoint_interval: usize,
     /// Iterations between field snapshots (0: final fields only).
     pub field_interval: usize,
+    /// zlib-compress the arrays of the `.vti` files.
+    pub compress: bool,
 }
 
 /// How GPU blocks exchange halos.
@@ -278,6 +280,7 @@ impl Default for OutputSpec {
         OutputSpec {
             checkpoint_interval: 1000,
             field_interval: 0,
+            compress: false,
         }
     }
 }
@@ -310,7 +313,7 @@ const fn key(
 }
 
 /// Every key of a case file, in file order.
-pub const KEYS: [KeyDoc; 35] = [
+pub const KEYS: [KeyDoc; 36] = [
     key(
         "case.name",
         "Name; the default output directory is ferroflow-out/<name>/",
@@ -475,6 +478,13 @@ pub const KEYS: [KeyDoc; 35] = [
          0 = final fields only",
         "iterations",
         ">= 0",
+    ),
+    key(
+        "output.compress",
+        "Compress the arrays of fields.vti and the snapshots with zlib (read by ParaView, VisIt \
+         and VTK); false = raw binary",
+        "-",
+        "true or false",
     ),
     key(
         "parallel.blocks",

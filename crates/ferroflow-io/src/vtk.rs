@@ -1,16 +1,24 @@
-//! Fields for ParaView and VisIt: VTK XML ImageData (`.vti`) with raw binary appended data,
-//! and `.pvd` collections indexing several of them by iteration.
+//! Fields for ParaView and VisIt: VTK XML ImageData (`.vti`) with binary appended data, raw or
+//! zlib-compressed, and `.pvd` collections indexing several of them by iteration.
 use ferroflow_core::{Fields, Problem, Real};
+use flate2::write::ZlibEncoder;
+use flate2::Compression;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::Path;
 
+/// Uncompressed bytes per zlib block: VTK's own default, so readers size their buffers as for
+/// files VTK writes.
+const BLOCK_SIZE: usize = 32 * 1024;
+
 /// Writes the node values of `fields` as `.vti`: velocity as one 3-component vector (w = 0 in
-/// 2D) and every other variable (p, ...) as a scalar, in the run's precision.
+/// 2D) and every other variable (p, ...) as a scalar, in the run's precision. With `compress`
+/// the arrays are zlib-compressed in blocks (`vtkZLibDataCompressor`).
 pub fn write_image_data<R: Real>(
     path: &Path,
     problem: &Problem<R>,
     fields: &Fields<R>,
+    compress: bool,
 ) -> io::Result<()> {
     let l = fields.layout;
     let dim = l.dim;
@@ -25,13 +33,39 @@ pub fn write_image_data<R: Real>(
         (1..=3).map(|v| (v <= dim).then_some(v)).collect(),
     ));
 
+    // Each array's appended bytes as (header, body parts); one array at a time is held
+    // uncompressed when compressing.
+    let mut encoded = Vec::with_capacity(arrays.len());
+    for (_, comps) in &arrays {
+        let mut raw = Vec::with_capacity(comps.len() * l.nodes() * R::BYTES);
+        l.for_each_node(|_, _, _, o| {
+            for c in comps {
+                let x = c.map_or(0.0, |v| fields.vars[v][o].f64());
+                if R::BYTES == 4 {
+                    raw.extend_from_slice(&(x as f32).to_le_bytes());
+                } else {
+                    raw.extend_from_slice(&x.to_le_bytes());
+                }
+            }
+        });
+        encoded.push(if compress {
+            zlib_blocks(&raw)?
+        } else {
+            (u64_bytes(&[raw.len()]), vec![raw])
+        });
+    }
+
     let ty = if R::BYTES == 4 { "Float32" } else { "Float64" };
     let extent = format!("0 {} 0 {} 0 {}", l.n[0] - 1, l.n[1] - 1, l.n[2] - 1);
     let h = problem.spacing;
     let mut xml = String::new();
     xml += "<?xml version=\"1.0\"?>\n";
     xml += "<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"LittleEndian\" \
-            header_type=\"UInt64\">\n";
+            header_type=\"UInt64\"";
+    if compress {
+        xml += " compressor=\"vtkZLibDataCompressor\"";
+    }
+    xml += ">\n";
     let _ = writeln!(
         xml,
         "  <ImageData WholeExtent=\"{extent}\" Origin=\"0 0 0\" Spacing=\"{} {} {}\">",
@@ -44,36 +78,52 @@ pub fn write_image_data<R: Real>(
         names[0]
     );
     let mut offset = 0;
-    for (name, comps) in &arrays {
+    for ((name, comps), (header, body)) in arrays.iter().zip(&encoded) {
         let _ = writeln!(
             xml,
             "        <DataArray type=\"{ty}\" Name=\"{name}\" NumberOfComponents=\"{}\" \
              format=\"appended\" offset=\"{offset}\"/>",
             comps.len()
         );
-        offset += 8 + comps.len() * l.nodes() * R::BYTES;
+        offset += header.len() + body.iter().map(Vec::len).sum::<usize>();
     }
     xml += "      </PointData>\n    </Piece>\n  </ImageData>\n  <AppendedData encoding=\"raw\">\n_";
 
-    let mut data = Vec::with_capacity(offset);
-    for (_, comps) in &arrays {
-        data.extend_from_slice(&((comps.len() * l.nodes() * R::BYTES) as u64).to_le_bytes());
-        l.for_each_node(|_, _, _, o| {
-            for c in comps {
-                let x = c.map_or(0.0, |v| fields.vars[v][o].f64());
-                if R::BYTES == 4 {
-                    data.extend_from_slice(&(x as f32).to_le_bytes());
-                } else {
-                    data.extend_from_slice(&x.to_le_bytes());
-                }
-            }
-        });
-    }
     let mut f = io::BufWriter::new(std::fs::File::create(path)?);
     f.write_all(xml.as_bytes())?;
-    f.write_all(&data)?;
+    for (header, body) in &encoded {
+        f.write_all(header)?;
+        for part in body {
+            f.write_all(part)?;
+        }
+    }
     f.write_all(b"\n  </AppendedData>\n</VTKFile>\n")?;
     f.flush()
+}
+
+/// `values` as the UInt64 little-endian integers of the file's `header_type`.
+fn u64_bytes(values: &[usize]) -> Vec<u8> {
+    values
+        .iter()
+        .flat_map(|&v| (v as u64).to_le_bytes())
+        .collect()
+}
+
+/// `raw` compressed as VTK reads it: a header (block count, uncompressed block size,
+/// uncompressed size of a partial last block or 0, each block's compressed size) and the
+/// blocks, each an independent zlib stream of at most [`BLOCK_SIZE`] bytes.
+fn zlib_blocks(raw: &[u8]) -> io::Result<(Vec<u8>, Vec<Vec<u8>>)> {
+    let blocks = raw
+        .chunks(BLOCK_SIZE)
+        .map(|block| {
+            let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
+            z.write_all(block)?;
+            z.finish()
+        })
+        .collect::<io::Result<Vec<_>>>()?;
+    let mut header = vec![blocks.len(), BLOCK_SIZE, raw.len() % BLOCK_SIZE];
+    header.extend(blocks.iter().map(Vec::len));
+    Ok((u64_bytes(&header), blocks))
 }
 
 /// Writes a `.pvd` collection: `(iteration, file name relative to the .pvd)` per data set.
@@ -90,4 +140,118 @@ pub fn write_collection(path: &Path, datasets: &[(usize, String)]) -> io::Result
     }
     xml += "  </Collection>\n</VTKFile>\n";
     std::fs::write(path, xml)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferroflow_core::{Layout, Numerics, Physics};
+    use flate2::read::ZlibDecoder;
+    use std::io::Read;
+
+    /// The array offsets of a `.vti` written here (from its XML) and its appended data (the
+    /// bytes after the `_` that opens it).
+    fn appended(file: &[u8]) -> (Vec<usize>, &[u8]) {
+        let start = file.windows(3).position(|w| w == b">\n_").unwrap() + 3;
+        let xml = std::str::from_utf8(&file[..start]).unwrap();
+        let offsets = xml
+            .split("offset=\"")
+            .skip(1)
+            .map(|s| s[..s.find('"').unwrap()].parse().unwrap())
+            .collect();
+        (offsets, &file[start..])
+    }
+
+    fn u64_at(data: &[u8], i: usize) -> usize {
+        u64::from_le_bytes(data[8 * i..8 * i + 8].try_into().unwrap()) as usize
+    }
+
+    /// The array at `offset` of raw appended data.
+    fn raw_array(data: &[u8], offset: usize) -> &[u8] {
+        let data = &data[offset..];
+        &data[8..8 + u64_at(data, 0)]
+    }
+
+    /// The array at `offset` of zlib appended data, each block checked against its header.
+    fn inflate_array(data: &[u8], offset: usize) -> (Vec<u8>, usize) {
+        let data = &data[offset..];
+        let (blocks, size, last) = (u64_at(data, 0), u64_at(data, 1), u64_at(data, 2));
+        assert_eq!(size, BLOCK_SIZE);
+        let mut start = 8 * (3 + blocks);
+        let mut out = Vec::new();
+        for b in 0..blocks {
+            let compressed = u64_at(data, 3 + b);
+            let mut block = Vec::new();
+            ZlibDecoder::new(&data[start..start + compressed])
+                .read_to_end(&mut block)
+                .unwrap();
+            let full = b + 1 < blocks || last == 0;
+            assert_eq!(block.len(), if full { size } else { last }, "block {b}");
+            out.extend(block);
+            start += compressed;
+        }
+        (out, blocks)
+    }
+
+    /// Writes fields of `nodes` raw and compressed and returns, per array, the block count and
+    /// whether the compressed file inflates to the raw bytes exactly.
+    fn round_trip<R: Real>(nodes: Vec<usize>, name: &str) -> Vec<(usize, bool)> {
+        let mut n = [1; 3];
+        n[..nodes.len()].copy_from_slice(&nodes);
+        let layout = Layout::new(nodes.len(), n);
+        let physics = Physics {
+            viscosity: 1.0,
+            density: 1.0,
+        };
+        let initial = Fields::zeros(layout, 1 + layout.dim);
+        let problem =
+            Problem::new(layout, [1.0; 3], physics, Numerics::default(), initial).unwrap();
+        let mut fields = Fields::<R>::zeros(problem.layout, problem.equations());
+        for (v, var) in fields.vars.iter_mut().enumerate() {
+            for (i, x) in var.iter_mut().enumerate() {
+                *x = R::of((0.37 * (i + 1000 * v) as f64).sin());
+            }
+        }
+        let dir = std::env::temp_dir().join(format!("ferroflow-vtk-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |compress, file: &str| {
+            let path = dir.join(format!("{file}.vti"));
+            write_image_data(&path, &problem, &fields, compress).unwrap();
+            std::fs::read(path).unwrap()
+        };
+        let (raw, zlib) = (write(false, "raw"), write(true, "zlib"));
+        assert_eq!(
+            write(true, "again"),
+            zlib,
+            "compression is not deterministic"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(!String::from_utf8_lossy(&raw).contains("compressor"));
+        assert!(String::from_utf8_lossy(&zlib)
+            .contains("header_type=\"UInt64\" compressor=\"vtkZLibDataCompressor\">"));
+        let ((raw_offsets, raw), (zlib_offsets, zlib)) = (appended(&raw), appended(&zlib));
+        assert_eq!(raw_offsets.len(), zlib_offsets.len());
+        raw_offsets
+            .iter()
+            .zip(&zlib_offsets)
+            .map(|(&r, &z)| {
+                let (inflated, blocks) = inflate_array(zlib, z);
+                (blocks, inflated == raw_array(raw, r))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn compressed_arrays_inflate_to_the_raw_bytes() {
+        // f32 65²: p (16 900 bytes) in one partial block, velocity (50 700) in two.
+        assert_eq!(
+            round_trip::<f32>(vec![65, 65], "f32"),
+            [(1, true), (2, true)]
+        );
+        // f64 128 x 64: p (65 536 bytes) and velocity (196 608) fill whole blocks exactly.
+        assert_eq!(
+            round_trip::<f64>(vec![128, 64], "f64"),
+            [(2, true), (6, true)]
+        );
+    }
 }

@@ -88,15 +88,17 @@ impl OutputDir {
         self.dir.join(name)
     }
 
-    /// Writes the snapshot `fields_<iteration>.vti` and the updated `fields.pvd`.
+    /// Writes the snapshot `fields_<iteration>.vti` (zlib-compressed with `compress`) and the
+    /// updated `fields.pvd`.
     pub fn write_snapshot<R: Real>(
         &mut self,
         problem: &Problem<R>,
         fields: &Fields<R>,
         iteration: usize,
+        compress: bool,
     ) -> io::Result<()> {
         let name = format!("fields_{iteration:08}.vti");
-        vtk::write_image_data(&self.join(&name), problem, fields)?;
+        vtk::write_image_data(&self.join(&name), problem, fields, compress)?;
         self.snapshots.push((iteration, name));
         vtk::write_collection(&self.join("fields.pvd"), &self.snapshots)
     }
@@ -114,7 +116,8 @@ impl OutputDir {
         let mut deviations = Vec::new();
         let mut heat_transfer = None;
         if let Some(fields) = fields {
-            vtk::write_image_data(&self.join("fields.vti"), run.problem, fields)?;
+            let compress = run.case.output.compress;
+            vtk::write_image_data(&self.join("fields.vti"), run.problem, fields, compress)?;
             if !self.snapshots.is_empty() {
                 let mut all = self.snapshots.clone();
                 if all.last().is_some_and(|(i, _)| *i == run.sim.iteration) {

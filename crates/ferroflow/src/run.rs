@@ -339,7 +339,7 @@ impl<'a, R: Real> Session<'a, R> {
                     let fields = referenced(problem, backend, world)?;
                     let iteration = p.iteration();
                     write_first(out, job, |out| {
-                        out.write_snapshot(problem, &fields, iteration)
+                        out.write_snapshot(problem, &fields, iteration, output.compress)
                     })?;
                 }
                 Ok(Flow::Continue)

@@ -500,18 +500,57 @@ fn divergence_exits_3_naming_iteration_and_variable_without_fields() {
     assert!(out.join("checkpoint.ffcp").exists());
 }
 
-#[test]
-fn vtk_files_read_back_with_the_vtk_library() {
+/// The python with VTK that FERROFLOW_VTK_PYTHON names; None (the caller skips) where it is
+/// unset, which CI forbids.
+fn vtk_python() -> Option<String> {
     let Ok(python) = std::env::var("FERROFLOW_VTK_PYTHON") else {
         assert!(
             std::env::var_os("CI").is_none(),
             "CI must set FERROFLOW_VTK_PYTHON to a python with vtk (see .ci/run)"
         );
         eprintln!("skipped: FERROFLOW_VTK_PYTHON does not name a python with vtk");
+        return None;
+    };
+    Some(python)
+}
+
+/// Runs `ferroflow run ARGS` into `tmp/out` and checks its `.vti` files with VTK itself
+/// (`tests/vtk_readback.py`), with `reference` also against the arrays of `tmp/reference`.
+fn run_and_read_back(
+    python: &str,
+    tmp: &Path,
+    out: &str,
+    precision: &str,
+    args: &[&str],
+    reference: Option<&str>,
+) {
+    ferroflow(tmp)
+        .args(["run", "-q", "--out", out])
+        .args(args)
+        .assert()
+        .success();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vtk_readback.py");
+    let check = std::process::Command::new(python)
+        .arg(&script)
+        .arg(tmp.join(out))
+        .arg(precision)
+        .args(reference.map(|r| tmp.join(r)))
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+#[test]
+fn vtk_files_read_back_with_the_vtk_library() {
+    let Some(python) = vtk_python() else {
         return;
     };
     let tmp = TempDir::new().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vtk_readback.py");
     let runs: [(&str, &[&str]); 2] = [
         (
             "f64",
@@ -536,23 +575,42 @@ fn vtk_files_read_back_with_the_vtk_library() {
         ),
     ];
     for (precision, args) in runs {
-        ferroflow(tmp.path())
-            .args(["run", "-q", "--out", precision])
-            .args(args)
-            .assert()
-            .success();
-        let check = std::process::Command::new(&python)
-            .arg(&script)
-            .arg(tmp.path().join(precision))
-            .arg(precision)
-            .output()
-            .unwrap();
-        assert!(
-            check.status.success(),
-            "{}{}",
-            String::from_utf8_lossy(&check.stdout),
-            String::from_utf8_lossy(&check.stderr)
+        run_and_read_back(&python, tmp.path(), precision, precision, args, None);
+    }
+}
+
+#[test]
+fn compressed_vtk_files_read_back_as_the_raw_ones() {
+    let Some(python) = vtk_python() else {
+        return;
+    };
+    let tmp = TempDir::new().unwrap();
+    // Velocity (81 kB) spans three zlib blocks, p (27 kB) fits in one; snapshots too.
+    let args = [
+        "cavity3d-re100",
+        "--precision",
+        "f32",
+        "--set",
+        "grid.nodes=[17,19,21]",
+        "--set",
+        "numerics.max_iterations=600",
+        "--set",
+        "output.field_interval=200",
+    ];
+    run_and_read_back(&python, tmp.path(), "raw", "f32", &args, None);
+    let compressed = [&args[..], &["--set", "output.compress=true"]].concat();
+    run_and_read_back(&python, tmp.path(), "zlib", "f32", &compressed, Some("raw"));
+    for file in ["fields.vti", "fields_00000201.vti"] {
+        let (raw, zlib) = (
+            fs::read(tmp.path().join("raw").join(file)).unwrap(),
+            fs::read(tmp.path().join("zlib").join(file)).unwrap(),
         );
+        let compressor = b"compressor=\"vtkZLibDataCompressor\"";
+        assert!(
+            zlib.windows(compressor.len()).any(|w| w == compressor),
+            "{file}"
+        );
+        assert!(zlib.len() < raw.len(), "{file} is not smaller compressed");
     }
 }
 

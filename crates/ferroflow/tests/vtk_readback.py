@@ -1,11 +1,14 @@
 """Reads a ferroflow run's VTK output back with the VTK library itself and checks it.
 
-Usage: python vtk_readback.py RUN_DIR PRECISION   (PRECISION: f64 or f32)
+Usage: python vtk_readback.py RUN_DIR PRECISION [REFERENCE_RUN_DIR]   (PRECISION: f64 or f32)
 
 Checks fields.vti and, if present, every data set listed in fields.pvd: grid size and spacing,
 array names, component counts, data type, value ranges (lid velocity, w = 0 in 2D, p = 0 at the
-reference node) and the u column at x = 0.5 against centerline_u.csv. Exits non-zero on any
-failure. Called by the Rust test `vtk_files_read_back_with_the_vtk_library`.
+reference node) and the u column at x = 0.5 against centerline_u.csv. With REFERENCE_RUN_DIR,
+every array must also equal, value for value, the one VTK reads from the same file there (the
+same run written another way, e.g. uncompressed). Exits non-zero on any failure. Called by the
+Rust tests `vtk_files_read_back_with_the_vtk_library` and
+`compressed_vtk_files_read_back_as_the_raw_ones`.
 """
 import csv
 import json
@@ -81,6 +84,7 @@ def check_values(path, arrays, grid, final):
 
 def main():
     run, precision = sys.argv[1], sys.argv[2]
+    reference = sys.argv[3] if len(sys.argv) > 3 else None
     with open(os.path.join(run, "summary.json")) as f:
         grid = json.load(f)["grid"]
     files = [(os.path.join(run, "fields.vti"), True)]
@@ -92,7 +96,13 @@ def main():
             fail(f"{pvd}: expected several data sets in iteration order ending with fields.vti")
         files += [(os.path.join(run, s.get("file")), False) for s in sets[:-1]]
     for path, final in files:
-        check_values(path, read(path, grid, precision), grid, final)
+        arrays = read(path, grid, precision)
+        check_values(path, arrays, grid, final)
+        if reference is not None:
+            other = read(os.path.join(reference, os.path.basename(path)), grid, precision)
+            for name, values in arrays.items():
+                if not (values == other[name]).all():
+                    fail(f"{path}: {name} differs from the one in {reference}")
     print(f"vtk read-back ok: {len(files)} file(s) in {run}")
 
 
