@@ -2,8 +2,11 @@
 //! profiles and the manufactured-solution study.
 use crate::convection::HeatTransfer;
 use crate::mms::MmsRow;
+use crate::post::Results;
+use crate::Case;
+use ferroflow_core::{Problem, Real};
 use ferroflow_io::table::write_csv;
-use ferroflow_solver::Status;
+use ferroflow_solver::{Simulation, Status};
 use serde::Serialize;
 use std::io;
 use std::path::Path;
@@ -52,6 +55,52 @@ pub struct Deviation {
     pub max_abs_deviation: f64,
     /// Station where it occurs.
     pub at: f64,
+}
+
+/// What a run did, for its result files.
+pub struct RunRecord<'a, R: Real> {
+    /// The resolved case.
+    pub case: &'a Case,
+    /// The problem solved.
+    pub problem: &'a Problem<R>,
+    /// The driver's record.
+    pub sim: &'a Simulation,
+    /// How the run ended.
+    pub status: Status,
+    /// Wall time of the whole run (earlier runs of a restarted one included), seconds.
+    pub wall_seconds: f64,
+    /// Backend name.
+    pub backend: &'static str,
+}
+
+impl Summary {
+    /// The summary of `run`; `results` are its post-processed fields (none after divergence).
+    pub fn new<R: Real>(run: &RunRecord<R>, results: Option<Results>) -> Summary {
+        let names = run.problem.variable_names();
+        let last = run.sim.history.last().map_or(&[][..], |h| &h.relative);
+        let (reference, heat_transfer) =
+            results.map_or((Vec::new(), None), |r| (r.deviations, r.heat_transfer));
+        let updates = run.problem.layout.interior_nodes() as f64 * run.sim.iteration as f64;
+        Summary {
+            case: run.case.case.name.clone(),
+            dim: run.case.grid.dim,
+            grid: run.case.grid.nodes.clone(),
+            precision: R::NAME.into(),
+            backend: run.backend.into(),
+            iterations: run.sim.iteration,
+            converged: run.status == Status::Converged,
+            status: run.status,
+            residuals: names
+                .iter()
+                .zip(last)
+                .map(|(n, r)| (n.to_string(), (*r).into()))
+                .collect(),
+            wall_seconds: run.wall_seconds,
+            node_updates_per_second: updates / run.wall_seconds,
+            reference,
+            heat_transfer,
+        }
+    }
 }
 
 /// Writes a two-column profile with the given header names.

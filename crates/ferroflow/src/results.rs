@@ -2,14 +2,12 @@
 //! history, centreline profiles, plots, checkpoint.
 use crate::plot;
 use crate::Failure;
-use ferroflow_cases::case::CaseKind;
-use ferroflow_cases::reference::{self, Profile};
-use ferroflow_cases::summary::{write_profile, Deviation, Summary};
-use ferroflow_cases::{cavity, Case};
+use ferroflow_cases::post::{post_process, Results};
+use ferroflow_cases::summary::{write_profile, RunRecord, Summary};
 use ferroflow_core::{Fields, Problem, Real};
 use ferroflow_io::table::write_json;
 use ferroflow_io::vtk;
-use ferroflow_solver::{checkpoint, write_residuals, Simulation, Status};
+use ferroflow_solver::{checkpoint, write_residuals};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -110,121 +108,40 @@ impl OutputDir {
         run: &RunRecord<R>,
         fields: Option<&Fields<R>>,
     ) -> io::Result<Summary> {
+        let results = fields.map(|f| self.write_fields(run, f)).transpose()?;
         let names = run.problem.variable_names();
         let history = &run.sim.history;
-        let reference = reference_profiles(run.case);
-        let mut deviations = Vec::new();
-        let mut heat_transfer = None;
-        if let Some(fields) = fields {
-            let compress = run.case.output.compress;
-            vtk::write_image_data(&self.join("fields.vti"), run.problem, fields, compress)?;
-            if !self.snapshots.is_empty() {
-                let mut all = self.snapshots.clone();
-                if all.last().is_some_and(|(i, _)| *i == run.sim.iteration) {
-                    all.pop();
-                }
-                all.push((run.sim.iteration, "fields.vti".into()));
-                vtk::write_collection(&self.join("fields.pvd"), &all)?;
-            }
-            let (u, v) = cavity::centrelines(run.problem, fields);
-            write_profile(&self.join("centerline_u.csv"), ["y", "u"], &u)?;
-            write_profile(&self.join("centerline_v.csv"), ["x", "v"], &v)?;
-            let grid: Vec<String> = run.case.grid.nodes.iter().map(|n| n.to_string()).collect();
-            let parameters = match run.case.case.kind {
-                CaseKind::LidDrivenCavity => format!("Re = {}", run.case.physics.reynolds),
-                CaseKind::BuoyancyDrivenCavity => {
-                    let cavity = run.case.heated_cavity().map_err(io::Error::other)?;
-                    heat_transfer = Some(cavity.report(run.problem, fields));
-                    format!("Ra = {:.4e}, Pr = {}", cavity.rayleigh, cavity.prandtl)
-                }
-            };
-            let title = format!(
-                "{}: {parameters}, {} nodes, centreline profiles",
-                run.case.case.name,
-                grid.join(" x ")
-            );
-            plot::centrelines(
-                &self.join("centerlines.png"),
-                &title,
-                &u,
-                &v,
-                reference.as_ref(),
-            )?;
-            if let Some((ref_u, ref_v)) = &reference {
-                deviations = [
-                    ("u(y) at x = 0.5", &u, ref_u),
-                    ("v(x) at y = 0.5", &v, ref_v),
-                ]
-                .into_iter()
-                .map(|(profile, computed, r)| {
-                    let (dev, at) = cavity::max_deviation(computed, r);
-                    Deviation {
-                        profile: profile.into(),
-                        source: r.source.into(),
-                        max_abs_deviation: dev,
-                        at,
-                    }
-                })
-                .collect();
-            }
-        }
         write_residuals(&self.join("residuals.csv"), names, history)?;
-        plot::residuals(
-            &self.join("residuals.png"),
-            names,
-            history,
-            run.sim.stop.tolerance,
-        )?;
-        let last = history
-            .last()
-            .map(|h| h.relative.clone())
-            .unwrap_or_default();
-        let nodes = run.problem.layout.interior_nodes() as f64;
-        let summary = Summary {
-            case: run.case.case.name.clone(),
-            dim: run.case.grid.dim,
-            grid: run.case.grid.nodes.clone(),
-            precision: R::NAME.into(),
-            backend: run.backend.into(),
-            iterations: run.sim.iteration,
-            converged: run.status == Status::Converged,
-            status: run.status,
-            residuals: names
-                .iter()
-                .zip(&last)
-                .map(|(n, r)| (n.to_string(), (*r).into()))
-                .collect(),
-            wall_seconds: run.wall_seconds,
-            node_updates_per_second: nodes * run.sim.iteration as f64 / run.wall_seconds,
-            reference: deviations,
-            heat_transfer,
-        };
+        let tolerance = run.sim.stop.tolerance;
+        plot::residuals(&self.join("residuals.png"), names, history, tolerance)?;
+        let summary = Summary::new(run, results);
         write_json(&self.join("summary.json"), &summary)?;
         Ok(summary)
     }
-}
 
-/// What a run did, for its result files.
-pub struct RunRecord<'a, R: Real> {
-    pub case: &'a Case,
-    pub problem: &'a Problem<R>,
-    pub sim: &'a Simulation,
-    pub status: Status,
-    pub wall_seconds: f64,
-    pub backend: &'static str,
-}
-
-/// Published centreline profiles for the case's Reynolds number, if there are any.
-fn reference_profiles(case: &Case) -> Option<(Profile, Profile)> {
-    let re = case.physics.reynolds;
-    if case.case.kind != CaseKind::LidDrivenCavity
-        || re.fract() != 0.0
-        || case.physics.lid_velocity != 1.0
-    {
-        None
-    } else if case.grid.dim == 2 {
-        reference::ghia(re as u32)
-    } else {
-        reference::albensoeder_kuhlmann(re as u32)
+    /// Writes the final fields (and the index of the snapshots with them), and what they show:
+    /// the centreline profiles and their plot.
+    fn write_fields<R: Real>(&self, run: &RunRecord<R>, fields: &Fields<R>) -> io::Result<Results> {
+        let compress = run.case.output.compress;
+        vtk::write_image_data(&self.join("fields.vti"), run.problem, fields, compress)?;
+        if !self.snapshots.is_empty() {
+            let mut all = self.snapshots.clone();
+            if all.last().is_some_and(|(i, _)| *i == run.sim.iteration) {
+                all.pop();
+            }
+            all.push((run.sim.iteration, "fields.vti".into()));
+            vtk::write_collection(&self.join("fields.pvd"), &all)?;
+        }
+        let results = post_process(run.case, run.problem, fields).map_err(io::Error::other)?;
+        write_profile(&self.join("centerline_u.csv"), ["y", "u"], &results.u)?;
+        write_profile(&self.join("centerline_v.csv"), ["x", "v"], &results.v)?;
+        plot::centrelines(
+            &self.join("centerlines.png"),
+            &format!("{}, centreline profiles", results.title),
+            &results.u,
+            &results.v,
+            results.reference.as_ref(),
+        )?;
+        Ok(results)
     }
 }

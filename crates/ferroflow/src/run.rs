@@ -2,13 +2,13 @@
 use crate::backends::make_backend;
 use crate::input::{LoadedCase, Override, DEFAULT_CASE};
 use crate::progress::{Mode, Reporter, Work};
-use crate::results::{OutputDir, RunRecord};
+use crate::results::OutputDir;
 use crate::signals::Interrupt;
 use crate::world::World;
 use crate::Failure;
 use clap::Args;
 use ferroflow_cases::case::{BackendKind, CaseKind, Precision};
-use ferroflow_cases::summary::Summary;
+use ferroflow_cases::summary::{RunRecord, Summary};
 use ferroflow_core::{Backend, Fields, Problem, Real};
 use ferroflow_solver::checkpoint::{self, Checkpoint};
 use ferroflow_solver::Status;
