@@ -4,8 +4,9 @@
 //! follow it.
 use crate::cavity;
 use crate::convection::HeatedCavity;
+use ferroflow_ac::{Numerics, Problem};
 use ferroflow_core::decomposition::Decomposition;
-use ferroflow_core::{Numerics, Problem, ProblemError, Real};
+use ferroflow_core::{ProblemError, Real};
 use ferroflow_solver::StopCriteria;
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -1,6 +1,7 @@
 //! Lid-driven cavity: problem set-up, centreline profiles and comparison with reference data.
 use crate::reference::Profile;
-use ferroflow_core::{Fields, Layout, Numerics, Physics, Problem, ProblemError, Real};
+use ferroflow_ac::{Numerics, Physics, Problem};
+use ferroflow_core::{Fields, Layout, ProblemError, Real};
 
 /// Unit square (2D) or cube (3D), lid y = 1 moving with u = `lid` along x, other walls at rest,
 /// fluid at rest initially, ν = lid · 1 / Re, ρ = 1.

@@ -17,9 +17,8 @@
 //! z = L/2), with positions.
 use crate::cavity::interpolate;
 use crate::reference;
-use ferroflow_core::{
-    Energy, Fields, Layout, Numerics, Physics, Problem, ProblemError, Real, SideBc,
-};
+use ferroflow_ac::{Energy, Numerics, Physics, Problem, SideBc};
+use ferroflow_core::{Fields, Layout, ProblemError, Real};
 use serde::Serialize;
 
 /// Resolved physical parameters of a buoyancy-driven cavity.

@@ -2,7 +2,8 @@
 //! observed order of accuracy of the discretisation error on a sequence of grids. With the
 //! energy equation, T is manufactured too and couples both ways: it drives the momentum
 //! equations through buoyancy and is advected by the manufactured velocity.
-use ferroflow_core::{Energy, Fields, Layout, Numerics, Physics, Problem, ProblemError, Real};
+use ferroflow_ac::{Energy, Numerics, Physics, Problem};
+use ferroflow_core::{Fields, Layout, ProblemError, Real};
 use std::f64::consts::PI;
 
 /// Wavenumber of every factor.

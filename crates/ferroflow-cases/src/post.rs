@@ -6,7 +6,8 @@ use crate::convection::HeatTransfer;
 use crate::reference::{self, Profile};
 use crate::summary::Deviation;
 use crate::Case;
-use ferroflow_core::{Fields, Problem, ProblemError, Real};
+use ferroflow_ac::Problem;
+use ferroflow_core::{Fields, ProblemError, Real};
 
 /// The post-processed results of a run.
 #[derive(Debug, Clone)]

@@ -1,4 +1,3 @@
-use crate::decomposition::Face;
 use crate::{BackendError, Fields, Real};
 
 /// Sums of squared residuals (pseudo-time derivatives) of one iteration, per equation.
@@ -61,28 +60,11 @@ pub trait Backend {
     /// fill, buffer swap) and returns the residuals of the last one.
     fn advance(&mut self, iterations: usize) -> Result<Residuals, BackendError>;
 
-    /// Copies the current state to the host (pressure not yet referenced, see
-    /// [`crate::Problem::reference_pressure`]).
+    /// Copies the current state to the host (as the scheme keeps it: an artificial-
+    /// compressibility state's pressure is not yet referenced, see
+    /// `ferroflow_ac::Problem::reference_pressure`).
     fn download(&mut self) -> Result<Fields<Self::Real>, BackendError>;
 
     /// Replaces the current state (restart); boundary ghosts are filled from it.
     fn upload(&mut self, fields: &Fields<Self::Real>) -> Result<(), BackendError>;
-}
-
-/// A backend that can run one block of a decomposed grid: the driver of the decomposition
-/// sequences its iterations one at a time, with the whole grid's pressure shift, and moves
-/// its halos through packed face buffers.
-pub trait BlockBackend: Backend {
-    /// Pressure of the current state at memory offset `offset` (the reference node).
-    fn pressure_at(&mut self, offset: usize) -> Result<Self::Real, BackendError>;
-
-    /// One iteration (interior pass, physical walls, swap) with pressure shift `p_shift`
-    /// (see [`crate::Problem::reference_pressure`]); returns its residual sums when `norms`.
-    fn step(&mut self, p_shift: Self::Real, norms: bool) -> Result<Residuals, BackendError>;
-
-    /// Packs the values `face` sends from the current state into `buf`.
-    fn pack(&mut self, face: &Face, buf: &mut [Self::Real]) -> Result<(), BackendError>;
-
-    /// Writes `buf` into the halo `face` receives, in the current state.
-    fn unpack(&mut self, face: &Face, buf: &[Self::Real]) -> Result<(), BackendError>;
 }

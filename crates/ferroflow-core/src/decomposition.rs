@@ -11,7 +11,7 @@
 //! Halo widths follow the stencils: the fourth-difference dissipation reads pressure two
 //! nodes out, every other variable is read one node out (central differences). The
 //! stencils are axis-aligned, so only faces are exchanged, never edges or corners.
-use crate::{Fields, Layout, Problem, ProblemError, Real, Side, SideBc, MIN_NODES};
+use crate::{Fields, Layout, ProblemError, Real, Side, MIN_NODES};
 use rayon::prelude::*;
 
 /// Halo width of variable `var` (0 = pressure): the reach of the stencils that read it.
@@ -266,45 +266,6 @@ impl Decomposition {
             }
         }
         unreachable!("every node has an owner")
-    }
-
-    /// The problem of block `b`: the whole problem's data cut to the block's layout (ghosts
-    /// included), its interfaces marked as such.
-    pub fn block_problem<R: Real>(
-        &self,
-        problem: &Problem<R>,
-        b: &BlockExtent,
-    ) -> Result<Problem<R>, ProblemError> {
-        let layout = b.layout(self.dim);
-        let cut = |f: &Fields<R>| self.cut(f, b);
-        let mut lengths = [1.0; 3];
-        for d in 0..self.dim {
-            lengths[d] = problem.spacing[d] * (layout.n[d] - 1) as f64;
-        }
-        let mut p = Problem::new(
-            layout,
-            lengths,
-            problem.physics,
-            problem.numerics,
-            cut(&problem.initial),
-        )?;
-        // Exactly the whole grid's spacing (not recomputed from rounded lengths).
-        p.spacing = problem.spacing;
-        p.energy = problem.energy;
-        p.source = problem.source.as_ref().map(cut);
-        for side in Side::ALL {
-            p.sides[side as usize] = match b.neighbours[side as usize] {
-                Some(_) => SideBc::Interface,
-                None => problem.sides[side as usize],
-            };
-        }
-        let (owner, local) = self.owner(problem.pressure_ref);
-        p.pressure_ref = if owner == b.id {
-            local
-        } else {
-            [1, 1, 1.min(layout.n[2] - 1)]
-        };
-        Ok(p)
     }
 
     /// The part of `f` a block's layout covers, ghosts included.

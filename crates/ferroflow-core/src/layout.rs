@@ -1,3 +1,6 @@
+/// Fewest nodes per axis: one interior node beyond the three the wall extrapolation reads.
+pub const MIN_NODES: usize = 5;
+
 /// Ghost layers on each side of every active axis. The fourth-difference pressure dissipation
 /// reaches two nodes out, so two layers let a block's stencil be filled entirely from ghosts.
 pub const GHOST: usize = 2;

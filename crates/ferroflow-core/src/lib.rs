@@ -4,23 +4,24 @@
 //! - [`Layout`]: how a block's nodes and ghost layers map to memory (structure of arrays,
 //!   index `i` fastest, padded leading dimension).
 //! - [`Fields`]: host copies of a block's variables.
-//! - [`Problem`]: everything a backend needs to iterate (grid, physics, numerics, boundaries).
-//! - [`Backend`]: what a compute backend (CPU, CUDA) offers to the driver.
+//! - [`Side`] and [`decomposition`]: the sides of a structured block, and a grid cut into
+//!   blocks with the faces they exchange.
+//! - [`Backend`] and [`Residuals`]: what a solver on a device offers to the driver.
+//!
+//! No scheme lives here: the artificial-compressibility problem is `ferroflow-ac`'s.
 #![deny(missing_docs)]
 
 mod backend;
-mod coefficients;
 pub mod decomposition;
 mod error;
 mod fields;
 mod layout;
-mod problem;
 mod real;
+mod side;
 
-pub use backend::{Backend, BlockBackend, Residuals};
-pub use coefficients::Coefficients;
+pub use backend::{Backend, Residuals};
 pub use error::{BackendError, ProblemError};
 pub use fields::Fields;
-pub use layout::{Layout, GHOST};
-pub use problem::{Energy, Numerics, Physics, Problem, Side, SideBc, MIN_NODES};
+pub use layout::{Layout, GHOST, MIN_NODES};
 pub use real::Real;
+pub use side::Side;

@@ -1,6 +1,7 @@
 //! Physical boundary conditions: fill boundary nodes and ghost layers after each pass.
 use crate::formulas::{extrapolate_quadratic, extrapolate_zero_gradient};
-use ferroflow_core::{Fields, Layout, Real, Side, SideBc, GHOST};
+use ferroflow_ac::SideBc;
+use ferroflow_core::{Fields, Layout, Real, Side, GHOST};
 
 /// Fills every side of `f` in x, y, z order. Along axes filled earlier the range covers the
 /// ghosts too, so edges and corners end up consistent. `temperature` is the index of T, if

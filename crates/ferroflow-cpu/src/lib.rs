@@ -8,10 +8,9 @@ mod denormals;
 pub mod formulas;
 mod step;
 
+use ferroflow_ac::{BlockBackend, Coefficients, Problem, SideBc};
 use ferroflow_core::decomposition::Face;
-use ferroflow_core::{
-    Backend, BackendError, BlockBackend, Coefficients, Fields, Problem, Real, Residuals, SideBc,
-};
+use ferroflow_core::{Backend, BackendError, Fields, Real, Residuals};
 use rayon::prelude::*;
 
 /// CPU backend for one block (a whole grid, or one block of a decomposed one).

@@ -4,7 +4,8 @@
 //! (a const generic, so that flows without it compile to the same code as before) adds T,
 //! its transport and its buoyancy in the momentum equations to the same pass.
 use crate::formulas::*;
-use ferroflow_core::{Coefficients as Coeffs, Fields, Layout, Real, Residuals};
+use ferroflow_ac::Coefficients as Coeffs;
+use ferroflow_core::{Fields, Layout, Real, Residuals};
 use rayon::prelude::*;
 
 /// Most variables of a state: p, u, v, w, T.

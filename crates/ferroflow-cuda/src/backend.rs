@@ -13,10 +13,9 @@ use crate::tune::{self, TuneMode, TuneReport, Tuner};
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaGraph, CudaSlice};
+use ferroflow_ac::{BlockBackend, Problem};
 use ferroflow_core::decomposition::Face;
-use ferroflow_core::{
-    Backend, BackendError, BlockBackend, Fields, Layout, Problem, Real, Residuals,
-};
+use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals};
 
 /// Options of [`CudaBackend::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

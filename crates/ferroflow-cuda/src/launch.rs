@@ -4,7 +4,8 @@
 use crate::device::Check;
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
-use ferroflow_core::{BackendError, Coefficients, Layout, Problem, Real, SideBc};
+use ferroflow_ac::{Coefficients, Problem, SideBc};
+use ferroflow_core::{BackendError, Layout, Real};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -603,9 +604,9 @@ mod tests {
     #[test]
     fn wall_fills_reproduce_the_cpu_boundaries_bitwise() {
         use ferroflow_core::Backend;
-        let numerics = ferroflow_core::Numerics {
+        let numerics = ferroflow_ac::Numerics {
             cfl: 0.5,
-            ..ferroflow_core::Numerics::default()
+            ..ferroflow_ac::Numerics::default()
         };
         let heated =
             ferroflow_cases::convection::HeatedCavity::nondimensional(1e4, 0.71, [0.0, -1.0, 0.0])

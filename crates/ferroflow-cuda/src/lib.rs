@@ -28,7 +28,8 @@
 //! updates per second is `copy_bandwidth(..) / that`:
 //!
 //! ```no_run
-//! use ferroflow_core::{Backend, Numerics};
+//! use ferroflow_ac::Numerics;
+//! use ferroflow_core::Backend;
 //! use ferroflow_cuda::{copy_bandwidth, CudaBackend, CudaOptions};
 //!
 //! let numerics = Numerics::default();

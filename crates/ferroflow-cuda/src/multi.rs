@@ -18,8 +18,10 @@ use crate::device::{address, Check, Device};
 use crate::launch::{Region, Vars};
 use cudarc::driver::sys::{self, CUdeviceptr, CUmemorytype};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
+use ferroflow_ac::blocks::block_problem;
+use ferroflow_ac::Problem;
 use ferroflow_core::decomposition::{halo_width, region_len, BlockExtent, Decomposition, Face};
-use ferroflow_core::{Backend, BackendError, Fields, Layout, Problem, Real, Residuals, Side};
+use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals, Side};
 use std::sync::Arc;
 
 /// How halos travel between blocks on different devices.
@@ -110,8 +112,7 @@ impl<R: Real> MultiGpu<R> {
         let vars = problem.equations();
         let mut blocks = Vec::new();
         for e in decomposition.extents() {
-            let p = decomposition
-                .block_problem(problem, &e)
+            let p = block_problem(&decomposition, problem, &e)
                 .map_err(|err| failed(format!("block {}: {err}", e.id)))?;
             let cuda = CudaOptions {
                 device: options.devices[e.id % options.devices.len()],

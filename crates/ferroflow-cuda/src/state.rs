@@ -6,7 +6,8 @@ use crate::device::{address, Check};
 use crate::launch::{BoundaryKernel, Grid, Vars};
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaSlice, CudaStream};
-use ferroflow_core::{BackendError, Fields, Layout, Problem, Real};
+use ferroflow_ac::Problem;
+use ferroflow_core::{BackendError, Fields, Layout, Real};
 use std::sync::Arc;
 
 /// The bytes of `values`: `R` is f32 or f64 (checked), plain bits without padding.

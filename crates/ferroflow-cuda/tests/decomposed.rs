@@ -5,10 +5,11 @@
 //! plane-tiled one, whose block marches through the boxes the overlap splits a block into.
 //! Without a usable GPU each test says why and passes,
 //! unless FERROFLOW_REQUIRE_GPU=1.
+use ferroflow_ac::{Numerics, Problem};
 use ferroflow_cases::cavity::lid_driven;
 use ferroflow_cases::convection::HeatedCavity;
 use ferroflow_core::decomposition::Decomposition;
-use ferroflow_core::{Backend, Numerics, Problem};
+use ferroflow_core::Backend;
 use ferroflow_cuda::{
     probe, CudaBackend, CudaOptions, Exchange, LaunchShape, MultiGpu, MultiGpuOptions, TuneMode,
     DEFAULT_SHAPE,

@@ -1,6 +1,6 @@
 //! Fields for ParaView and VisIt: VTK XML ImageData (`.vti`) with binary appended data, raw or
 //! zlib-compressed, and `.pvd` collections indexing several of them by iteration.
-use ferroflow_core::{Fields, Problem, Real};
+use ferroflow_core::{Fields, Real};
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
 use std::fmt::Write as _;
@@ -11,18 +11,19 @@ use std::path::Path;
 /// files VTK writes.
 const BLOCK_SIZE: usize = 32 * 1024;
 
-/// Writes the node values of `fields` as `.vti`: velocity as one 3-component vector (w = 0 in
-/// 2D) and every other variable (p, ...) as a scalar, in the run's precision. With `compress`
+/// Writes the node values of `fields` (variables named `names`, velocity components after the
+/// first, node spacing `spacing`) as `.vti`: velocity as one 3-component vector (w = 0 in 2D)
+/// and every other variable (p, ...) as a scalar, in the run's precision. With `compress`
 /// the arrays are zlib-compressed in blocks (`vtkZLibDataCompressor`).
 pub fn write_image_data<R: Real>(
     path: &Path,
-    problem: &Problem<R>,
+    names: &[&str],
+    spacing: [f64; 3],
     fields: &Fields<R>,
     compress: bool,
 ) -> io::Result<()> {
     let l = fields.layout;
     let dim = l.dim;
-    let names = problem.variable_names();
     // (name, variables per point); a missing velocity component is written as zero.
     let mut arrays: Vec<(&str, Vec<Option<usize>>)> = (0..names.len())
         .filter(|v| !(1..=dim).contains(v))
@@ -57,7 +58,7 @@ pub fn write_image_data<R: Real>(
 
     let ty = if R::BYTES == 4 { "Float32" } else { "Float64" };
     let extent = format!("0 {} 0 {} 0 {}", l.n[0] - 1, l.n[1] - 1, l.n[2] - 1);
-    let h = problem.spacing;
+    let h = spacing;
     let mut xml = String::new();
     xml += "<?xml version=\"1.0\"?>\n";
     xml += "<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"LittleEndian\" \
@@ -145,7 +146,7 @@ pub fn write_collection(path: &Path, datasets: &[(usize, String)]) -> io::Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferroflow_core::{Layout, Numerics, Physics};
+    use ferroflow_core::Layout;
     use flate2::read::ZlibDecoder;
     use std::io::Read;
 
@@ -199,14 +200,8 @@ mod tests {
         let mut n = [1; 3];
         n[..nodes.len()].copy_from_slice(&nodes);
         let layout = Layout::new(nodes.len(), n);
-        let physics = Physics {
-            viscosity: 1.0,
-            density: 1.0,
-        };
-        let initial = Fields::zeros(layout, 1 + layout.dim);
-        let problem =
-            Problem::new(layout, [1.0; 3], physics, Numerics::default(), initial).unwrap();
-        let mut fields = Fields::<R>::zeros(problem.layout, problem.equations());
+        let names = &["p", "u", "v", "w"][..1 + layout.dim];
+        let mut fields = Fields::<R>::zeros(layout, names.len());
         for (v, var) in fields.vars.iter_mut().enumerate() {
             for (i, x) in var.iter_mut().enumerate() {
                 *x = R::of((0.37 * (i + 1000 * v) as f64).sin());
@@ -216,7 +211,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let write = |compress, file: &str| {
             let path = dir.join(format!("{file}.vti"));
-            write_image_data(&path, &problem, &fields, compress).unwrap();
+            write_image_data(&path, names, [0.1; 3], &fields, compress).unwrap();
             std::fs::read(path).unwrap()
         };
         let (raw, zlib) = (write(false, "raw"), write(true, "zlib"));

@@ -1,9 +1,9 @@
 //! The driver of a decomposed grid.
 use crate::transport::{Halo, Transport};
+use ferroflow_ac::blocks::block_problem;
+use ferroflow_ac::{BlockBackend, Problem};
 use ferroflow_core::decomposition::{BlockExtent, Decomposition, Face};
-use ferroflow_core::{
-    Backend, BackendError, BlockBackend, Fields, Layout, Problem, Real, Residuals, Side,
-};
+use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals, Side};
 
 /// A decomposed grid driven as one backend: the blocks of this process, their halos, and
 /// the transport to the other processes' blocks.
@@ -55,8 +55,7 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
             if transport.owner(e.id, extents.len()) != rank {
                 continue;
             }
-            let p = decomposition
-                .block_problem(problem, e)
+            let p = block_problem(&decomposition, problem, e)
                 .map_err(|err| failed(format!("block {}: {err}", e.id)))?;
             let backend = make(&p, e)?;
             name = backend.name();

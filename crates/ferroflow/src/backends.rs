@@ -2,9 +2,10 @@
 //! implementation.
 use crate::world::World;
 use crate::Failure;
+use ferroflow_ac::Problem;
 use ferroflow_cases::case::{BackendKind, BackendSpec, Exchange, ParallelSpec};
 use ferroflow_core::decomposition::Decomposition;
-use ferroflow_core::{Backend, BackendError, Problem, Real};
+use ferroflow_core::{Backend, BackendError, Real};
 use ferroflow_cpu::CpuBackend;
 use ferroflow_cuda::{CudaBackend, CudaOptions, MultiGpu, MultiGpuOptions, TuneMode};
 use ferroflow_parallel::{Decomposed, InProcess, Transport};

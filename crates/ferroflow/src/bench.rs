@@ -5,11 +5,12 @@ use crate::run::value_name;
 use crate::world::World;
 use crate::Failure;
 use clap::Args;
+use ferroflow_ac::{Numerics, Problem};
 use ferroflow_cases::case::{builtin, BackendKind, BackendSpec, Exchange, ParallelSpec, Precision};
 use ferroflow_cases::cavity;
 use ferroflow_core::decomposition::{Decomposition, Face};
 use ferroflow_core::Side;
-use ferroflow_core::{Backend, Numerics, Problem, Real};
+use ferroflow_core::{Backend, Real};
 use rayon::prelude::*;
 use std::time::Instant;
 

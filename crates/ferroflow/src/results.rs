@@ -2,9 +2,10 @@
 //! history, centreline profiles, plots, checkpoint.
 use crate::plot;
 use crate::Failure;
+use ferroflow_ac::Problem;
 use ferroflow_cases::post::{post_process, Results};
 use ferroflow_cases::summary::{write_profile, RunRecord, Summary};
-use ferroflow_core::{Fields, Problem, Real};
+use ferroflow_core::{Fields, Real};
 use ferroflow_io::table::write_json;
 use ferroflow_io::vtk;
 use ferroflow_solver::{checkpoint, write_residuals};
@@ -96,7 +97,8 @@ impl OutputDir {
         compress: bool,
     ) -> io::Result<()> {
         let name = format!("fields_{iteration:08}.vti");
-        vtk::write_image_data(&self.join(&name), problem, fields, compress)?;
+        let names = problem.variable_names();
+        vtk::write_image_data(&self.join(&name), names, problem.spacing, fields, compress)?;
         self.snapshots.push((iteration, name));
         vtk::write_collection(&self.join("fields.pvd"), &self.snapshots)
     }
@@ -123,7 +125,8 @@ impl OutputDir {
     /// the centreline profiles and their plot.
     fn write_fields<R: Real>(&self, run: &RunRecord<R>, fields: &Fields<R>) -> io::Result<Results> {
         let compress = run.case.output.compress;
-        vtk::write_image_data(&self.join("fields.vti"), run.problem, fields, compress)?;
+        let (names, spacing) = (run.problem.variable_names(), run.problem.spacing);
+        vtk::write_image_data(&self.join("fields.vti"), names, spacing, fields, compress)?;
         if !self.snapshots.is_empty() {
             let mut all = self.snapshots.clone();
             if all.last().is_some_and(|(i, _)| *i == run.sim.iteration) {

@@ -7,11 +7,11 @@ use crate::signals::Interrupt;
 use crate::world::World;
 use crate::Failure;
 use clap::Subcommand;
+use ferroflow_ac::Numerics;
 use ferroflow_cases::case::{BackendKind, BackendSpec, ParallelSpec};
 use ferroflow_cases::mms::{study, Manufactured, MmsRow};
 use ferroflow_cases::summary::{self, Summary};
 use ferroflow_core::decomposition::Decomposition;
-use ferroflow_core::Numerics;
 use ferroflow_solver::{Simulation, StopCriteria};
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,5 @@
-use crate::{Energy, Problem, Real};
+use crate::{Energy, Problem};
+use ferroflow_core::Real;
 
 /// Per-run constants of the artificial-compressibility update in the run's precision,
 /// computed once in f64 and rounded once, so that every backend starts from identical values.

@@ -1,4 +1,4 @@
-use crate::{Fields, Layout, ProblemError, Real};
+use ferroflow_core::{Fields, Layout, ProblemError, Real, MIN_NODES};
 
 /// Fluid properties.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,50 +34,6 @@ impl Default for Numerics {
     }
 }
 
-/// One of the `2 × dim` sides of a block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    /// x = 0.
-    XLo,
-    /// x = Lx.
-    XHi,
-    /// y = 0.
-    YLo,
-    /// y = Ly.
-    YHi,
-    /// z = 0.
-    ZLo,
-    /// z = Lz.
-    ZHi,
-}
-
-impl Side {
-    /// All sides, in the order boundaries are filled (x, then y, then z).
-    pub const ALL: [Side; 6] = [
-        Side::XLo,
-        Side::XHi,
-        Side::YLo,
-        Side::YHi,
-        Side::ZLo,
-        Side::ZHi,
-    ];
-
-    /// Axis normal to the side.
-    pub fn axis(self) -> usize {
-        self as usize / 2
-    }
-
-    /// The side across the block from this one (same axis, other end).
-    pub fn opposite(self) -> Side {
-        Side::ALL[self as usize ^ 1]
-    }
-
-    /// Whether the side is at the upper end of its axis.
-    pub fn is_high(self) -> bool {
-        self as usize % 2 == 1
-    }
-}
-
 /// Boundary condition of one side.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SideBc {
@@ -91,7 +47,7 @@ pub enum SideBc {
     /// mirror the interior (T₋ₗ = Tₗ). Without the energy equation it is a [`SideBc::Wall`].
     AdiabaticWall,
     /// A block interface of a decomposed grid: the boundary node and ghosts are a halo,
-    /// filled from the neighbouring block (see [`crate::decomposition`]).
+    /// filled from the neighbouring block (see [`ferroflow_core::decomposition`]).
     Interface,
 }
 
@@ -129,9 +85,6 @@ pub struct Problem<R: Real> {
     /// The energy equation, if solved: temperature is then the variable after the velocity.
     pub energy: Option<Energy>,
 }
-
-/// Fewest nodes per axis: one interior node beyond the three the wall extrapolation reads.
-pub const MIN_NODES: usize = 5;
 
 impl<R: Real> Problem<R> {
     /// Checks parameters and builds the problem; the reference node is the grid centre.

@@ -1,0 +1,63 @@
+//! Blocks of a decomposed grid: the problem of each block, and what a backend must offer to
+//! iterate one block under a driver that shares the whole grid's pressure shift and moves
+//! its halos.
+use crate::{Problem, SideBc};
+use ferroflow_core::decomposition::{BlockExtent, Decomposition, Face};
+use ferroflow_core::{Backend, BackendError, Fields, ProblemError, Real, Residuals, Side};
+
+/// A backend that can run one block of a decomposed grid: the driver of the decomposition
+/// sequences its iterations one at a time, with the whole grid's pressure shift, and moves
+/// its halos through packed face buffers.
+pub trait BlockBackend: Backend {
+    /// Pressure of the current state at memory offset `offset` (the reference node).
+    fn pressure_at(&mut self, offset: usize) -> Result<Self::Real, BackendError>;
+
+    /// One iteration (interior pass, physical walls, swap) with pressure shift `p_shift`
+    /// (see [`crate::Problem::reference_pressure`]); returns its residual sums when `norms`.
+    fn step(&mut self, p_shift: Self::Real, norms: bool) -> Result<Residuals, BackendError>;
+
+    /// Packs the values `face` sends from the current state into `buf`.
+    fn pack(&mut self, face: &Face, buf: &mut [Self::Real]) -> Result<(), BackendError>;
+
+    /// Writes `buf` into the halo `face` receives, in the current state.
+    fn unpack(&mut self, face: &Face, buf: &[Self::Real]) -> Result<(), BackendError>;
+}
+
+/// The problem of block `b` of `d`: the whole problem's data cut to the block's layout (ghosts
+/// included), its interfaces marked as such.
+pub fn block_problem<R: Real>(
+    d: &Decomposition,
+    problem: &Problem<R>,
+    b: &BlockExtent,
+) -> Result<Problem<R>, ProblemError> {
+    let layout = b.layout(d.dim);
+    let cut = |f: &Fields<R>| d.cut(f, b);
+    let mut lengths = [1.0; 3];
+    for a in 0..d.dim {
+        lengths[a] = problem.spacing[a] * (layout.n[a] - 1) as f64;
+    }
+    let mut p = Problem::new(
+        layout,
+        lengths,
+        problem.physics,
+        problem.numerics,
+        cut(&problem.initial),
+    )?;
+    // Exactly the whole grid's spacing (not recomputed from rounded lengths).
+    p.spacing = problem.spacing;
+    p.energy = problem.energy;
+    p.source = problem.source.as_ref().map(cut);
+    for side in Side::ALL {
+        p.sides[side as usize] = match b.neighbours[side as usize] {
+            Some(_) => SideBc::Interface,
+            None => problem.sides[side as usize],
+        };
+    }
+    let (owner, local) = d.owner(problem.pressure_ref);
+    p.pressure_ref = if owner == b.id {
+        local
+    } else {
+        [1, 1, 1.min(layout.n[2] - 1)]
+    };
+    Ok(p)
+}
