@@ -33,7 +33,7 @@ fn kernel_coefficients_match_the_host_struct() {
             .collect()
     };
     let host = block(
-        &read(crates.join("ferroflow-core/src/coefficients.rs")),
+        &read(crates.join("ferroflow-ac/src/coefficients.rs")),
         "pub struct Coefficients<R> {",
     );
     let device = block(
