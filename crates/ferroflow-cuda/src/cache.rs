@@ -59,11 +59,16 @@ fn compile_in(cubins: Option<&Path>, build: &Build, arch: &str) -> Result<Vec<u8
         _ => return compile::compile(build, arch),
     };
     if let Some(cubin) = load(&path) {
+        tracing::debug!(%build, path = %path.display(), "cubin cache hit");
         return Ok(cubin);
     }
+    let start = std::time::Instant::now();
     let cubin = compile::compile(build, arch)?;
+    tracing::debug!(%build, seconds = start.elapsed().as_secs_f64(), "compiled with NVRTC");
     // A cache that cannot be written costs the next run a compile, nothing else.
-    let _ = store(&path, &cubin);
+    if let Err(e) = store(&path, &cubin) {
+        tracing::warn!(path = %path.display(), "cubin cache not written: {e}");
+    }
     Ok(cubin)
 }
 

@@ -287,6 +287,12 @@ impl<R: Real> Tuner<'_, R> {
             }
         };
         report.seconds = start.elapsed().as_secs_f64();
+        tracing::debug!(
+            shape = %report.chosen,
+            source = ?report.source,
+            seconds = report.seconds,
+            "launch shape of the interior kernel"
+        );
         Ok((kernel, report))
     }
 

@@ -225,6 +225,7 @@ impl Simulation {
                 relative,
             });
             let last = converged || self.iteration >= self.stop.max_iterations;
+            tracing::trace!(iteration = self.iteration, "residual check");
             interrupted = self.call_due(callbacks, &mut next, backend, start, last)?;
             checked = true;
         }

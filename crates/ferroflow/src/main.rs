@@ -34,7 +34,8 @@ Examples:
   ferroflow cases show cavity3d-re100 > my-case.toml     # start a new case from a built-in one
   ferroflow info                                  # version, CPU threads, GPU backends
 
-Exit codes: 0 done, 1 runtime failure, 2 bad input, 3 diverged, 130 interrupted."
+Exit codes: 0 done, 1 runtime failure, 2 bad input, 3 diverged, 130 interrupted.
+Diagnostics of the libraries (kernel cache hits, compile times, tuning): FERROFLOW_LOG=debug."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -110,6 +111,13 @@ impl Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The libraries' diagnostics (cache hits, compile times, tuning), off unless asked for.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FERROFLOW_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Check(args) => check::check(args),
