@@ -54,7 +54,8 @@ Examples:
 
 Exit codes: 0 valid, 2 bad input (named with file, key and value).")]
     Check(run::RunArgs),
-    /// List the built-in cases, or print one with every key commented.
+    /// List the built-in cases, print one with every key commented, or print the key tables
+    /// of docs/cases.md.
     Cases(cases::CasesArgs),
     /// Verification studies: manufactured solutions and cavity benchmarks.
     #[command(subcommand)]
