@@ -1,7 +1,7 @@
 //! Case files (TOML): what to solve, how, and where. Every key has a default, so a minimal
 //! case names only what differs from the built-in default (2D cavity, Re = 100, 129²).
-//! Every key is documented once, in [`KEYS`]; `docs/cases.md` and `ferroflow cases show`
-//! follow it.
+//! Every key is documented once, in [`KEYS`]; `ferroflow cases show` and the key tables of
+//! `docs/cases.md` ([`crate::docs`]) are generated from it.
 use crate::cavity;
 use crate::convection::HeatedCavity;
 use ferroflow_ac::{Numerics, Problem};
@@ -286,245 +286,332 @@ impl Default for OutputSpec {
     }
 }
 
-/// Documentation of one case key.
+/// Documentation of one case key. The texts are Markdown as in `docs/cases.md` (code in
+/// backticks; a `|` is escaped where the tables need it); `ferroflow cases show` prints them
+/// as comments without the backticks. The default is the [`Case::default`] value, so it is
+/// not repeated here.
 #[derive(Debug, Clone, Copy)]
 pub struct KeyDoc {
     /// Dotted key, `section.name`.
     pub key: &'static str,
-    /// What it sets.
-    pub meaning: &'static str,
+    /// TOML type of the value (`float`, `array of integers`, ...).
+    pub type_name: &'static str,
     /// Unit (`-` if none).
     pub unit: &'static str,
     /// Allowed values.
     pub allowed: &'static str,
+    /// What it sets.
+    pub meaning: &'static str,
 }
 
 const fn key(
     key: &'static str,
-    meaning: &'static str,
+    type_name: &'static str,
     unit: &'static str,
     allowed: &'static str,
+    meaning: &'static str,
 ) -> KeyDoc {
     KeyDoc {
         key,
-        meaning,
+        type_name,
         unit,
         allowed,
+        meaning,
     }
+}
+
+impl KeyDoc {
+    /// Section and name (`("grid", "nodes")`).
+    pub fn parts(&self) -> (&'static str, &'static str) {
+        self.key.split_once('.').expect("keys are dotted")
+    }
+}
+
+/// [`KEYS`] a section at a time, in file order.
+pub fn key_sections() -> impl Iterator<Item = &'static [KeyDoc]> {
+    let keys: &'static [KeyDoc] = &KEYS;
+    keys.chunk_by(|a, b| a.parts().0 == b.parts().0)
 }
 
 /// Every key of a case file, in file order.
 pub const KEYS: [KeyDoc; 36] = [
     key(
         "case.name",
-        "Name; the default output directory is ferroflow-out/<name>/",
+        "string",
         "-",
         "text",
+        "Name; the default output directory is `ferroflow-out/<name>/`",
     ),
     key(
         "case.description",
-        "One line saying what the case is",
+        "string",
         "-",
         "text",
+        "One line saying what the case is (shown by `ferroflow cases`)",
     ),
     key(
         "case.kind",
-        "Problem kind",
+        "string",
         "-",
-        "\"lid-driven-cavity\" or \"buoyancy-driven-cavity\"",
+        "`\"lid-driven-cavity\"`, `\"buoyancy-driven-cavity\"`",
+        "Problem kind. `lid-driven-cavity`: the unit square or cube, lid y = 1 moving along +x, \
+         other walls at rest, fluid at rest initially. `buoyancy-driven-cavity`: the square or \
+         cube of side L, hot wall x = 0, cold wall x = L, other walls adiabatic, fluid at rest \
+         initially (energy equation, Boussinesq)",
     ),
-    key("grid.dim", "Space dimensions", "-", "2 or 3"),
+    key("grid.dim", "integer", "-", "2 or 3", "Space dimensions"),
     key(
         "grid.nodes",
-        "Nodes per axis, wall nodes included",
+        "array of integers",
         "-",
-        "grid.dim integers, each >= 5",
+        "`grid.dim` values, each >= 5",
+        "Nodes per axis, wall nodes included (uniform spacing 1/(n-1))",
     ),
     key(
         "physics.reynolds",
-        "Reynolds number U L / nu, L = 1 m",
+        "float",
         "-",
         "> 0",
+        "Lid-driven cavity: Reynolds number U L / ν (L = 1 m); the viscosity is ν = U L / Re, \
+         the density 1",
     ),
     key(
         "physics.lid_velocity",
-        "Lid-driven cavity: lid velocity U along +x, also the reference velocity U_ref",
+        "float",
         "m/s",
         "> 0",
+        "Lid-driven cavity: lid velocity U along +x, also the reference velocity U_ref of the \
+         scheme; reference data are compared only for U = 1",
     ),
     key(
         "physics.inputs",
-        "Buoyancy-driven cavity: physics given by Ra and Pr (units L, Delta T, alpha/L) or \
-         dimensionally (length, gravity, expansion, viscosity, prandtl, delta_t)",
+        "string",
         "-",
-        "\"nondimensional\" or \"dimensional\"",
+        "`\"nondimensional\"`, `\"dimensional\"`",
+        "Buoyancy-driven cavity: physics given by `rayleigh` and `prandtl` (units L, ΔT, α/L), \
+         or by `length`, `gravity`, `expansion`, `viscosity`, `prandtl` and `delta_t`",
     ),
     key(
         "physics.rayleigh",
-        "Buoyancy-driven cavity, nondimensional inputs: Rayleigh number \
-         g beta_T Delta T L^3 / (nu alpha)",
+        "float",
         "-",
         "> 0",
+        "Buoyancy-driven cavity, nondimensional inputs: Rayleigh number \
+         Ra = |g| β_T ΔT L³ / (ν α)",
     ),
     key(
         "physics.prandtl",
-        "Buoyancy-driven cavity: Prandtl number nu / alpha",
+        "float",
         "-",
         "> 0",
+        "Buoyancy-driven cavity: Prandtl number Pr = ν / α (dimensional inputs: α = ν / Pr)",
     ),
     key(
         "physics.gravity",
-        "Buoyancy-driven cavity: gravity vector; nondimensional inputs use its direction only",
-        "m/s^2",
-        "3 finite values, not all zero",
+        "array of 3 floats",
+        "m/s²",
+        "finite, not all zero",
+        "Buoyancy-driven cavity: gravity vector g⃗ (the z component does nothing in 2D); \
+         nondimensional inputs use its direction only",
     ),
     key(
         "physics.length",
-        "Buoyancy-driven cavity, dimensional inputs: side L of the square or cube",
+        "float",
         "m",
         "> 0",
+        "Buoyancy-driven cavity, dimensional inputs: side L of the square or cube",
     ),
     key(
         "physics.expansion",
-        "Buoyancy-driven cavity, dimensional inputs: thermal expansion coefficient beta_T",
+        "float",
         "1/K",
         "> 0",
+        "Buoyancy-driven cavity, dimensional inputs: thermal expansion coefficient β_T",
     ),
     key(
         "physics.viscosity",
-        "Buoyancy-driven cavity, dimensional inputs: kinematic viscosity nu",
-        "m^2/s",
+        "float",
+        "m²/s",
         "> 0",
+        "Buoyancy-driven cavity, dimensional inputs: kinematic viscosity ν",
     ),
     key(
         "physics.delta_t",
-        "Buoyancy-driven cavity, dimensional inputs: hot minus cold wall temperature",
+        "float",
         "K",
         "> 0",
+        "Buoyancy-driven cavity, dimensional inputs: temperature difference \
+         ΔT = T_hot − T_cold (the defaults, air in a 5 cm cube, give Ra = 1e5)",
     ),
     key(
         "numerics.cfl",
-        "Courant number of the local pseudo-time step",
+        "float",
         "-",
         "0 < cfl <= 2",
+        "Courant number of the local pseudo-time step (convective, viscous and cell-Péclet \
+         limits together)",
     ),
     key(
         "numerics.kappa",
-        "Artificial compressibility scaling: beta^2 = max(|u|^2, kappa U_ref^2); U_ref is the \
-         lid velocity, or the free-fall velocity sqrt(g beta_T Delta T L)",
+        "float",
         "-",
         "> 0",
+        "Artificial compressibility scaling: β² = max(|u|², κ U_ref²); U_ref is the lid \
+         velocity, or for the buoyancy-driven cavity the free-fall velocity \
+         sqrt(|g| β_T ΔT L) (the built-in cases use κ = 0.1 there)",
     ),
     key(
         "numerics.c4",
-        "Coefficient of the fourth-difference pressure dissipation",
+        "float",
         "-",
         "0 <= c4 <= 0.25",
+        "Coefficient of the fourth-difference pressure dissipation",
     ),
     key(
         "numerics.tolerance",
-        "Converged when every residual, relative to its first iteration's, is below this",
+        "float",
         "-",
         "0 < tolerance < 1",
+        "Converged when every equation's residual (RMS of its pseudo-time derivative), \
+         relative to its first iteration's, is below this",
     ),
     key(
         "numerics.max_iterations",
-        "Iteration limit",
+        "integer",
         "iterations",
         ">= 1",
+        "Iteration limit; a run that reaches it ends with status `max-iterations` (exit code 0)",
     ),
     key(
         "numerics.check_interval",
-        "Iterations between residual checks (progress, convergence, divergence)",
+        "integer",
         "iterations",
         ">= 1",
+        "Iterations between residual checks: progress, convergence, divergence, checkpoints \
+         and snapshots happen at checks",
     ),
     key(
         "backend.kind",
-        "Compute backend; auto takes a GPU if one is usable, else the CPU",
+        "string",
         "-",
-        "\"cpu\", \"cuda\" or \"auto\"",
+        "`\"cpu\"`, `\"cuda\"`, `\"auto\"`",
+        "Compute backend. `auto` takes a GPU if one is usable, else the CPU, and says which in \
+         the log. `cuda` fails (exit code 2) with the reason when no GPU backend is usable; \
+         `ferroflow info` tells",
     ),
     key(
         "backend.precision",
-        "Floating-point precision",
+        "string",
         "-",
-        "\"f64\" or \"f32\"",
+        "`\"f64\"`, `\"f32\"`",
+        "Floating-point precision of the state and the arithmetic",
     ),
-    key("backend.threads", "CPU threads, 0 = all cores", "-", ">= 0"),
-    key("backend.device", "CUDA device ordinal", "-", ">= 0"),
+    key(
+        "backend.threads",
+        "integer",
+        "-",
+        ">= 0",
+        "CPU threads, 0 = all cores. Results are bitwise the same for any thread count",
+    ),
+    key(
+        "backend.device",
+        "integer",
+        "-",
+        ">= 0",
+        "CUDA device ordinal (`ferroflow info` lists the devices)",
+    ),
     key(
         "backend.tune",
-        "Autotune the CUDA launch shape (the choice is cached); false = default shape",
+        "boolean",
         "-",
-        "true or false",
+        "`true`, `false`",
+        "Time the candidate CUDA launch shapes for this grid and precision at start and take \
+         the fastest; the choice is cached on disk (`FERROFLOW_CUDA_CACHE_DIR`, keyed by \
+         device, grid, precision and kernel source), so later runs skip the search. `false` \
+         (or `--no-tune`) uses the default shape 32x4x1",
     ),
     key(
         "backend.fmad",
-        "CUDA: fuse multiplies and adds (fewer instructions; rounding differs from the CPU \
-         backend, which the default false matches bit for bit in f64)",
+        "boolean",
         "-",
-        "true or false",
+        "`true`, `false`",
+        "Let the CUDA compiler fuse multiplies and adds (one rounding instead of two): fewer \
+         floating-point instructions, so a faster f64 kernel where arithmetic limits it, but \
+         the GPU no longer matches the CPU backend bit for bit (the default `false` does, in \
+         f64; with `true` the tests check agreement within 1e-10 after 1000 iterations). \
+         `ferroflow bench --fmad` measures it",
     ),
     key(
         "output.checkpoint_interval",
-        "Iterations between checkpoints, rounded up to a multiple of \
-         numerics.check_interval; 0 = only at the end and when interrupted",
+        "integer",
         "iterations",
         ">= 0",
+        "Iterations between checkpoints (`checkpoint.ffcp`), taken at the first residual check \
+         after each interval; 0 = only at the end and when interrupted",
     ),
     key(
         "output.field_interval",
-        "Iterations between field snapshots fields_<iteration>.vti, listed in fields.pvd; \
-         0 = final fields only",
+        "integer",
         "iterations",
         ">= 0",
+        "Iterations between field snapshots `fields_<iteration>.vti`, listed with the final \
+         `fields.vti` in `fields.pvd`; 0 = final fields only",
     ),
     key(
         "output.compress",
-        "Compress the arrays of fields.vti and the snapshots with zlib (read by ParaView, VisIt \
-         and VTK); false = raw binary",
+        "boolean",
         "-",
-        "true or false",
+        "`true`, `false`",
+        "Compress the arrays of `fields.vti` and the snapshots with zlib, in blocks of 32 KiB \
+         (VTK's `vtkZLibDataCompressor`, which ParaView, VisIt and VTK read); `false` writes \
+         them as raw binary",
     ),
     key(
         "parallel.blocks",
-        "Blocks per axis the grid is cut into; [] = parallel.count blocks, cut with the least \
-         interface area",
+        "array of integers",
         "-",
-        "[] or grid.dim integers >= 1, each block owning >= 3 nodes per axis",
+        "`[]`, or `grid.dim` values >= 1 with every block owning >= 3 nodes per axis",
+        "Blocks per axis. `[]`: `parallel.count` blocks, cut with the least interface area \
+         (ties: more cuts along z, then y, whose faces are contiguous in memory)",
     ),
     key(
         "parallel.count",
-        "Number of blocks when parallel.blocks is []; 0 = 1, or under MPI one per process",
+        "integer",
         "-",
         ">= 0; under MPI at least the number of processes",
+        "Number of blocks when `parallel.blocks` is `[]`; 0 = one block, or under MPI one per \
+         process. With `parallel.blocks`, 0 or their product",
     ),
     key(
         "parallel.devices",
-        "GPU ordinals the CUDA blocks are spread over, block b on devices[b % length]; \
-         [] = [backend.device]",
+        "array of integers",
         "-",
-        "integers >= 0",
+        "GPU ordinals",
+        "GPUs the CUDA blocks are spread over, block b on `devices[b % length]`; \
+         `[]` = `[backend.device]`",
     ),
     key(
         "parallel.exchange",
-        "How GPU halos travel: device to device (peer) or staged through host memory (host)",
+        "string",
         "-",
-        "\"peer\" or \"host\"",
+        "`\"peer\"`, `\"host\"`",
+        "How halos travel between GPU blocks: device to device (`peer`), or staged through \
+         host memory (`host`)",
     ),
     key(
         "parallel.packing",
-        "GPU halos: pack faces into contiguous buffers on the device; false = copy them as \
-         strided boxes",
+        "boolean",
         "-",
-        "true or false",
+        "`true`, `false`",
+        "GPU blocks: pack faces into contiguous buffers on the device; `false` copies them as \
+         strided boxes (faster unless x is cut: BENCHMARKS.md)",
     ),
     key(
         "parallel.overlap",
-        "Compute the interior nodes of each block while its halos travel",
+        "boolean",
         "-",
-        "true or false",
+        "`true`, `false`",
+        "Compute the interior nodes of each block while its halos travel",
     ),
 ];
 
@@ -582,18 +669,40 @@ pub fn problem_key(error: &ProblemError) -> Option<&'static str> {
     }
 }
 
+/// A case value as TOML. Floats below 1e-2 and from 1e4 in exponent form, which reads better
+/// (1e5, 3.4e-3, 1e-7 rather than 100000.0, 0.0034, 0.0000001); `{:e}` and `{:?}` both give
+/// the shortest text that reads back to the same value.
+pub(crate) fn value_text(value: &toml::Value) -> String {
+    match value {
+        toml::Value::Float(x) if x.is_finite() && *x != 0.0 && !(1e-2..1e4).contains(&x.abs()) => {
+            format!("{x:e}")
+        }
+        toml::Value::Float(x) => format!("{x:?}"),
+        toml::Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(value_text).collect();
+            format!("[{}]", items.join(", "))
+        }
+        v => v.to_string(),
+    }
+}
+
 /// `text` as `#` comment lines of at most 96 characters.
 fn wrap_comment(text: &str) -> String {
     let mut out = String::new();
     let mut line = String::from("#");
+    // Counted in characters, not bytes: the texts have Greek letters and superscripts.
+    let mut width = 1;
     for word in text.split_whitespace() {
-        if line.len() + 1 + word.len() > 96 && line.len() > 1 {
+        let chars = word.chars().count();
+        if width + 1 + chars > 96 && width > 1 {
             out += &line;
             out.push('\n');
             line = String::from("#");
+            width = 1;
         }
         line.push(' ');
         line.push_str(word);
+        width += 1 + chars;
     }
     out + &line + "\n"
 }
@@ -670,29 +779,24 @@ impl Case {
     fn render(&self, comments: bool) -> String {
         let table = toml::Table::try_from(self).expect("a case always serialises");
         let mut out = String::new();
-        let mut section = "";
-        for doc in KEYS {
-            let (sec, name) = doc.key.split_once('.').expect("keys are dotted");
-            if sec != section {
-                if !section.is_empty() {
-                    out.push('\n');
+        for keys in key_sections() {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out += &format!("[{}]\n", keys[0].parts().0);
+            for doc in keys {
+                let (sec, name) = doc.parts();
+                if comments {
+                    let unit = match doc.unit {
+                        "-" => String::new(),
+                        u => format!(" Unit: {u}."),
+                    };
+                    let text = format!("{}.{unit} Allowed: {}.", doc.meaning, doc.allowed);
+                    // Backticks mark code in the Markdown docs; in a comment they are noise.
+                    out += &wrap_comment(&text.replace('`', ""));
                 }
-                out += &format!("[{sec}]\n");
-                section = sec;
+                out += &format!("{name} = {}\n", value_text(&table[sec][name]));
             }
-            if comments {
-                let unit = match doc.unit {
-                    "-" => String::new(),
-                    u => format!(" [{u}]"),
-                };
-                out += &wrap_comment(&format!("{}{unit}. Allowed: {}.", doc.meaning, doc.allowed));
-            }
-            let value = match &table[sec][name] {
-                // Debug keeps small and large values readable (1e-7, not 0.0000001).
-                toml::Value::Float(x) => format!("{x:?}"),
-                v => v.to_string(),
-            };
-            out += &format!("{name} = {value}\n");
         }
         out
     }

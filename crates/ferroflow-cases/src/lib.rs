@@ -1,12 +1,14 @@
 //! ferroflow-cases: what a user runs. The case-file schema and its validation ([`case`]), the
 //! built-in problems (lid-driven [`cavity`], buoyancy-driven [`convection`], manufactured
 //! solutions [`mms`]), published reference data ([`reference`]), what a run's fields show
-//! ([`post`]) and the summary of a run ([`summary`]).
+//! ([`post`]), the summary of a run ([`summary`]) and the key tables of `docs/cases.md`
+//! ([`docs`]).
 #![deny(missing_docs)]
 
 pub mod case;
 pub mod cavity;
 pub mod convection;
+pub mod docs;
 pub mod mms;
 pub mod post;
 pub mod reference;

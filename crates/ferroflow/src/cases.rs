@@ -1,8 +1,12 @@
-//! `ferroflow cases`: the built-in cases, listed or printed in full to start a new case from.
+//! `ferroflow cases`: the built-in cases, listed or printed in full to start a new case from,
+//! and the key tables of `docs/cases.md`.
 use crate::input::builtin_names;
 use crate::Failure;
 use clap::{Args, Subcommand};
 use ferroflow_cases::case::{builtin, BUILTIN};
+use ferroflow_cases::docs::{self, key_tables_markdown};
+use std::fs;
+use std::path::PathBuf;
 
 /// Arguments of `ferroflow cases`.
 #[derive(Args)]
@@ -10,7 +14,8 @@ use ferroflow_cases::case::{builtin, BUILTIN};
 Examples:
   ferroflow cases                                  # one line per built-in case
   ferroflow cases show cavity2d-re1000 > my.toml   # full TOML, every key commented
-  ferroflow run my.toml")]
+  ferroflow run my.toml
+  ferroflow cases docs --update docs/cases.md      # regenerate the key tables of the docs")]
 pub struct CasesArgs {
     #[command(subcommand)]
     action: Option<CasesAction>,
@@ -22,6 +27,19 @@ enum CasesAction {
     Show {
         /// Built-in case name (see `ferroflow cases`).
         name: String,
+    },
+    /// Print the key tables of docs/cases.md, as generated from the keys' documentation.
+    ///
+    /// The output is the region of docs/cases.md from its `<!-- generated` line to its
+    /// `<!-- end` line; --update replaces that region of a file in place.
+    #[command(after_help = "\
+Examples:
+  ferroflow cases docs                             # print the tables
+  ferroflow cases docs --update docs/cases.md      # replace them in the file")]
+    Docs {
+        /// Replace the generated region of this Markdown file instead of printing it.
+        #[arg(long, value_name = "FILE")]
+        update: Option<PathBuf>,
     },
 }
 
@@ -52,6 +70,28 @@ pub fn cases(args: CasesArgs) -> Result<(), Failure> {
             println!("# docs/cases.md). Save, edit, then: ferroflow run my-case.toml");
             println!();
             print!("{}", case.to_commented_toml());
+        }
+        Some(CasesAction::Docs { update: None }) => println!("{}", key_tables_markdown()),
+        Some(CasesAction::Docs { update: Some(file) }) => {
+            let shown = file.display();
+            let mut text = fs::read_to_string(&file)
+                .map_err(|e| Failure::input(format!("cannot read {shown}: {e}")))?;
+            let region = docs::region(&text).ok_or_else(|| {
+                Failure::input(format!(
+                    "{shown} has no generated region: a line '{}', the tables, a line '{}'",
+                    docs::BEGIN,
+                    docs::END
+                ))
+            })?;
+            let tables = key_tables_markdown();
+            if text[region.clone()] == tables {
+                println!("{shown}: key tables up to date");
+            } else {
+                text.replace_range(region, &tables);
+                fs::write(&file, text)
+                    .map_err(|e| Failure::runtime(format!("cannot write {shown}: {e}")))?;
+                println!("{shown}: key tables regenerated");
+            }
         }
     }
     Ok(())

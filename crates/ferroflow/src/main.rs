@@ -15,6 +15,7 @@ mod verify;
 mod world;
 
 use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// Steady incompressible Navier–Stokes by artificial compressibility, on CPUs (and GPUs).
@@ -55,7 +56,8 @@ Examples:
 
 Exit codes: 0 valid, 2 bad input (named with file, key and value).")]
     Check(run::RunArgs),
-    /// List the built-in cases, or print one with every key commented.
+    /// List the built-in cases, print one with every key commented, or print the key tables
+    /// of docs/cases.md.
     Cases(cases::CasesArgs),
     /// Verification studies: manufactured solutions and cavity benchmarks.
     #[command(subcommand)]
@@ -117,6 +119,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let result = match cli.command {
         Command::Run(args) => run::run(args),

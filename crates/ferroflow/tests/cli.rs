@@ -4,6 +4,7 @@
 use assert_cmd::cargo::cargo_bin_cmd;
 use assert_cmd::Command;
 use ferroflow_cases::case::{builtin, KEYS};
+use ferroflow_cases::docs;
 use ferroflow_cases::Case;
 use std::fs;
 use std::path::Path;
@@ -657,17 +658,67 @@ fn info_help_and_auto_backend_say_what_they_do() {
     );
 }
 
+/// Rerun `ferroflow cases docs --update` on `docs/cases.md` when `KEYS` changes; this fails
+/// until then, so the docs' key tables stay those of the program.
 #[test]
-fn docs_describe_every_case_key() {
-    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cases.md");
-    let docs = fs::read_to_string(docs).unwrap();
-    for key in KEYS {
-        assert!(
-            docs.contains(&format!("`{}`", key.key)),
-            "docs/cases.md lacks {}",
-            key.key
+fn docs_key_tables_are_those_generated_from_keys() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cases.md");
+    let docs = fs::read_to_string(path).unwrap();
+    let tmp = TempDir::new().unwrap();
+    let out = ferroflow(tmp.path())
+        .args(["cases", "docs"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let fix = "regenerate them in the workspace root with \
+               `cargo run -p ferroflow -- cases docs --update docs/cases.md`";
+    let Some(region) = docs::region(&docs) else {
+        panic!(
+            "docs/cases.md lacks the lines around its generated key tables, '{}' and '{}': \
+             put them back, then {fix}",
+            docs::BEGIN,
+            docs::END
+        );
+    };
+    let before = docs[..region.start].lines().count();
+    let written = &docs[region];
+    if let Some((i, (a, b))) = written
+        .lines()
+        .zip(generated.lines())
+        .enumerate()
+        .find(|(_, (a, b))| a != b)
+    {
+        panic!(
+            "docs/cases.md:{}: the key tables differ from KEYS in \
+             crates/ferroflow-cases/src/case.rs\n  docs:      {a}\n  generated: {b}\n{fix}",
+            before + i + 1
         );
     }
+    assert_eq!(
+        format!("{written}\n"),
+        generated,
+        "docs/cases.md: the key tables differ from KEYS in length; {fix}"
+    );
+
+    // --update rewrites only the region, and refuses a file without one.
+    let stale = tmp.path().join("cases.md");
+    let edited = docs.replacen("| `grid.dim` | integer |", "| `grid.dim` | float |", 1);
+    assert_ne!(edited, docs);
+    fs::write(&stale, format!("{edited}\nmore prose\n")).unwrap();
+    ferroflow(tmp.path())
+        .args(["cases", "docs", "--update", "cases.md"])
+        .assert()
+        .success();
+    assert_eq!(
+        fs::read_to_string(&stale).unwrap(),
+        format!("{docs}\nmore prose\n")
+    );
+    fs::write(&stale, "# no tables\n").unwrap();
+    let (code, err) =
+        stderr_of(ferroflow(tmp.path()).args(["cases", "docs", "--update", "cases.md"]));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no generated region"), "{err}");
 }
 
 #[test]

@@ -1,0 +1,83 @@
+//! The key tables of `docs/cases.md`, generated from [`KEYS`](crate::case::KEYS) and the
+//! default case, so that the docs cannot drift from what the parser takes and
+//! `ferroflow cases show` prints. `ferroflow cases docs` prints them; a test of the `ferroflow`
+//! crate compares the file with them.
+use crate::case::{key_sections, value_text, Case};
+use std::ops::Range;
+
+/// First line of the generated region of `docs/cases.md`; it says how to regenerate it.
+pub const BEGIN: &str = "<!-- generated from KEYS in crates/ferroflow-cases/src/case.rs: edit \
+                         KEYS, then run `cargo run -p ferroflow -- cases docs --update \
+                         docs/cases.md` -->";
+
+/// Last line of the generated region.
+pub const END: &str = "<!-- end of generated tables -->";
+
+/// The generated region, [`BEGIN`] to [`END`] (no newline after it): per section a heading
+/// (`` ### `[grid]` ``, which gives the anchor `#grid`) and a table of its keys with type,
+/// unit, default, allowed values and meaning.
+pub fn key_tables_markdown() -> String {
+    let defaults = toml::Table::try_from(Case::default()).expect("a case always serialises");
+    let mut out = format!("{BEGIN}\n");
+    for keys in key_sections() {
+        out += &format!("\n### `[{}]`\n\n", keys[0].parts().0);
+        out += "| key | type | unit | default | allowed | meaning |\n|---|---|---|---|---|---|\n";
+        for doc in keys {
+            let (sec, name) = doc.parts();
+            let cells = [
+                format!("`{}`", doc.key),
+                doc.type_name.into(),
+                doc.unit.into(),
+                format!("`{}`", value_text(&defaults[sec][name])),
+                doc.allowed.into(),
+                doc.meaning.into(),
+            ];
+            // A bare `|` would end the cell, even inside backticks.
+            let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+            out += &format!("| {} |\n", cells.join(" | "));
+        }
+    }
+    out + "\n" + END
+}
+
+/// Where the generated region of `doc` is, [`BEGIN`] to [`END`] inclusive, if it has one.
+pub fn region(doc: &str) -> Option<Range<usize>> {
+    let start = doc.find(BEGIN)?;
+    let end = start + doc[start..].find(END)? + END.len();
+    Some(start..end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::KEYS;
+
+    #[test]
+    fn every_type_name_fits_the_default_value() {
+        let defaults = toml::Table::try_from(Case::default()).unwrap();
+        for doc in KEYS {
+            let (sec, name) = doc.parts();
+            match &defaults[sec][name] {
+                toml::Value::Array(items) => {
+                    assert!(doc.type_name.starts_with("array of "), "{}", doc.key);
+                    for item in items {
+                        let plural = format!("{}s", item.type_str());
+                        assert!(doc.type_name.ends_with(&plural), "{}", doc.key);
+                    }
+                }
+                value => assert_eq!(doc.type_name, value.type_str(), "{}", doc.key),
+            }
+        }
+    }
+
+    #[test]
+    fn tables_have_a_row_per_key_and_escape_bars() {
+        let text = key_tables_markdown();
+        assert_eq!(region(&text), Some(0..text.len()));
+        let rows = text.lines().filter(|l| l.starts_with("| `")).count();
+        assert_eq!(rows, KEYS.len());
+        assert!(text.contains("| `grid.nodes` | array of integers | - | `[129, 129]` |"));
+        assert!(text.contains("Ra = \\|g\\| β_T ΔT L³ / (ν α)"));
+        assert!(text.contains("| `1e5` |") && text.contains("| `3.4e-3` |"));
+    }
+}
