@@ -11,7 +11,7 @@
 //! Halo widths follow the stencils: the fourth-difference dissipation reads pressure two
 //! nodes out, every other variable is read one node out (central differences). The
 //! stencils are axis-aligned, so only faces are exchanged, never edges or corners.
-use crate::{Fields, Layout, ProblemError, Real, Side, MIN_NODES};
+use crate::{BackendError, Fields, Layout, ProblemError, Real, Residuals, Side, MIN_NODES};
 use rayon::prelude::*;
 
 /// Halo width of variable `var` (0 = pressure): the reach of the stencils that read it.
@@ -215,6 +215,23 @@ impl Decomposition {
         }
     }
 
+    /// Layout of the whole grid.
+    pub fn layout(&self) -> Layout {
+        Layout::new(self.dim, self.n)
+    }
+
+    /// Checks that this cuts the grid of `layout`; the error names `backend`.
+    pub fn check_grid(&self, layout: &Layout, backend: &'static str) -> Result<(), BackendError> {
+        if self.n == layout.n && self.dim == layout.dim {
+            Ok(())
+        } else {
+            Err(BackendError::Failed {
+                backend,
+                message: "the decomposition is not of the problem's grid".into(),
+            })
+        }
+    }
+
     /// Number of blocks.
     pub fn count(&self) -> usize {
         self.blocks.iter().product()
@@ -325,6 +342,57 @@ impl Decomposition {
     }
 }
 
+/// What the drivers of a decomposed grid share, whatever runs the blocks.
+impl Decomposition {
+    /// The whole grid's state: a copy of `initial` (which supplies what no block owns, the
+    /// ghosts beyond the walls) with the nodes of every block, in order, pasted from
+    /// `block(extent)`.
+    pub fn gather<R: Real>(
+        &self,
+        initial: &Fields<R>,
+        mut block: impl FnMut(&BlockExtent) -> Result<Fields<R>, BackendError>,
+    ) -> Result<Fields<R>, BackendError> {
+        let mut whole = initial.clone();
+        for e in self.extents() {
+            let f = block(&e)?;
+            self.paste(&mut whole, &e, &f);
+        }
+        Ok(whole)
+    }
+
+    /// Calls `upload(block, cut)` for each `(id, block)` of `blocks`, in order, with the part
+    /// of the whole grid's state `fields` that block `id` covers. Uploads nothing, and errors
+    /// naming `backend`, if `fields` is not a state of this grid with `vars` variables.
+    pub fn scatter<R: Real, B>(
+        &self,
+        fields: &Fields<R>,
+        vars: usize,
+        backend: &'static str,
+        blocks: impl IntoIterator<Item = (usize, B)>,
+        mut upload: impl FnMut(B, &Fields<R>) -> Result<(), BackendError>,
+    ) -> Result<(), BackendError> {
+        fields.check_state(&self.layout(), vars, backend)?;
+        for (id, b) in blocks {
+            upload(b, &self.cut(fields, &self.block(id)))?;
+        }
+        Ok(())
+    }
+
+    /// The whole grid's residuals: the sums of `blocks` (`equations` each) added in the order
+    /// given (block order, so that a run's sums are reproducible).
+    pub fn sum_residuals(
+        &self,
+        equations: usize,
+        blocks: impl IntoIterator<Item = Residuals>,
+    ) -> Residuals {
+        let mut total = Residuals::zeros(equations, self.layout().interior_nodes());
+        for b in blocks {
+            total.add(&b);
+        }
+        total
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,6 +448,59 @@ mod tests {
         let slab = Decomposition::automatic(3, [129, 129, 17], 4).unwrap();
         assert_eq!(slab.blocks, [2, 2, 1]);
         assert!(Decomposition::automatic(2, [9, 9, 1], 7).is_err());
+    }
+
+    #[test]
+    fn scatter_then_gather_gives_back_every_node() {
+        let d = Decomposition::new(3, [11, 9, 8], [2, 2, 1]).unwrap();
+        let layout = d.layout();
+        let mut whole = Fields::<f64>::zeros(layout, 2);
+        for (v, data) in whole.vars.iter_mut().enumerate() {
+            for (x, value) in data.iter_mut().enumerate() {
+                *value = (2 * x + v) as f64;
+            }
+        }
+        let mut cuts = vec![None; d.count()];
+        let slots = cuts.iter_mut().enumerate();
+        d.scatter(&whole, 2, "test", slots, |slot, f| {
+            *slot = Some(f.clone());
+            Ok(())
+        })
+        .unwrap();
+        let initial = Fields::zeros(layout, 2);
+        let back = d
+            .gather(&initial, |e| Ok(cuts[e.id].take().unwrap()))
+            .unwrap();
+        for v in 0..2 {
+            layout.for_each_node(|_, _, _, o| assert_eq!(back.vars[v][o], whole.vars[v][o]));
+        }
+        // Ghosts beyond the walls come from the initial state.
+        assert_eq!(back.vars[0][0], 0.0);
+        for wrong in [
+            Fields::<f64>::zeros(layout, 3),
+            Fields::zeros(Layout::new(3, [11, 9, 9]), 2),
+        ] {
+            let r = d.scatter(&wrong, 2, "test", [(0, ())], |_, _| unreachable!());
+            assert!(matches!(
+                r,
+                Err(BackendError::Failed {
+                    backend: "test",
+                    ..
+                })
+            ));
+        }
+    }
+
+    #[test]
+    fn residuals_add_up_over_the_whole_grid() {
+        let d = Decomposition::new(2, [9, 7, 1], [2, 1, 1]).unwrap();
+        let block = |s: f64| Residuals {
+            sum_sq: vec![s, 2.0 * s],
+            nodes: 1,
+        };
+        let total = d.sum_residuals(2, [block(1.0), block(3.0)]);
+        assert_eq!(total.sum_sq, [4.0, 8.0]);
+        assert_eq!(total.nodes, 7 * 5);
     }
 
     #[test]

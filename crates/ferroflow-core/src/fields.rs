@@ -1,4 +1,4 @@
-use crate::{Layout, Real};
+use crate::{BackendError, Layout, Real};
 use rayon::prelude::*;
 
 /// Host copy of a block's variables, one array per variable (structure of arrays).
@@ -35,6 +35,24 @@ impl<R: Real> Fields<R> {
             // One zeroed allocation each (`vec![v; n]` would copy the first into the others,
             // touching every page of a large grid once more).
             vars: (0..count).map(|_| vec![R::zero(); layout.len]).collect(),
+        }
+    }
+
+    /// Checks that these fields can be uploaded as the state of a grid of layout `layout` with
+    /// `vars` variables; the error names `backend`.
+    pub fn check_state(
+        &self,
+        layout: &Layout,
+        vars: usize,
+        backend: &'static str,
+    ) -> Result<(), BackendError> {
+        if self.layout == *layout && self.vars.len() == vars {
+            Ok(())
+        } else {
+            Err(BackendError::Failed {
+                backend,
+                message: "uploaded state does not match the problem's grid".into(),
+            })
         }
     }
 

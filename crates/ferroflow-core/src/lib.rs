@@ -3,6 +3,7 @@
 //! - [`Real`]: the floating-point type of a run (`f32` or `f64`), chosen per run.
 //! - [`Layout`]: how a block's nodes and ghost layers map to memory (structure of arrays,
 //!   index `i` fastest, padded leading dimension).
+//! - [`WallFace`]: which nodes of each side the boundary fill writes, for every backend.
 //! - [`Fields`]: host copies of a block's variables.
 //! - [`Side`] and [`decomposition`]: the sides of a structured block, and a grid cut into
 //!   blocks with the faces they exchange.
@@ -18,6 +19,7 @@ mod fields;
 mod layout;
 mod real;
 mod side;
+mod wall;
 
 pub use backend::{Backend, Residuals};
 pub use error::{BackendError, ProblemError};
@@ -25,3 +27,4 @@ pub use fields::Fields;
 pub use layout::{Layout, GHOST, MIN_NODES};
 pub use real::Real;
 pub use side::Side;
+pub use wall::WallFace;

@@ -78,12 +78,7 @@ impl<R: Real> Backend for CpuBackend<R> {
     }
 
     fn upload(&mut self, fields: &Fields<R>) -> Result<(), BackendError> {
-        if fields.layout != self.cur.layout || fields.vars.len() != self.cur.vars.len() {
-            return Err(BackendError::Failed {
-                backend: "cpu",
-                message: "uploaded state does not match the problem's grid".into(),
-            });
-        }
+        fields.check_state(&self.cur.layout, self.cur.vars.len(), "cpu")?;
         self.cur.clone_from(fields);
         let (cur, sides, t) = (&mut self.cur, &self.sides, self.temperature);
         self.pool

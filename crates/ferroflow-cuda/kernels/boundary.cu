@@ -1,9 +1,9 @@
 // Physical boundaries after each pass: the twin of crates/ferroflow-cpu/src/boundary.rs. The
 // host launches fill_walls once per axis, in x, y, z order (x walls only where the interior
-// pass did not fill them, see ac_step.cu), with the face ranges of the CPU's
-// `for_each_face_node` (axes filled earlier span their ghosts), so that edges and corners match
-// the CPU bitwise. One launch fills both sides of its axis: with n >= 5 nodes they read and
-// write disjoint nodes.
+// pass did not fill them, see ac_step.cu), with the face ranges the CPU uses too
+// (`Layout::wall_face` in ferroflow-core: axes filled earlier span their ghosts), so that edges
+// and corners match the CPU bitwise. One launch fills both sides of its axis: with n >= 5
+// nodes they read and write disjoint nodes.
 #include "ac_formulas.cuh"
 
 // Thread f of block row `side` (0 = low, 1 = high) handles face node (lo1 + f % count1,

@@ -5,7 +5,7 @@ use crate::device::Check;
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 use ferroflow_ac::{Coefficients, Problem, SideBc};
-use ferroflow_core::{BackendError, Layout, Real};
+use ferroflow_core::{BackendError, Layout, Real, Side};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -329,24 +329,13 @@ pub(crate) struct WallFill {
     walls: i32,
     /// The same bits for adiabatic walls (T extrapolated with zero gradient).
     adiabatic: i32,
-    /// First index and count along the tangential axes (`tangential(axis)`).
+    /// First index and count along the tangential axes (`WallFace::tangential`).
     lo: [i64; 2],
     count: [i64; 2],
 }
 
-/// The two axes tangential to `axis`, in increasing order: consecutive threads of a wall fill
-/// walk along the first, so that on y walls they read contiguous x rows.
-fn tangential(axis: usize) -> [usize; 2] {
-    match axis {
-        0 => [1, 2],
-        1 => [0, 2],
-        _ => [0, 1],
-    }
-}
-
-/// The launches equivalent to ferroflow-cpu's `fill_boundaries`: axes in x, y, z order, and
-/// the face ranges of its `for_each_face_node` (tangential axes filled earlier span their
-/// ghosts, later ones their interior nodes; inactive axes their single node).
+/// The launches equivalent to ferroflow-cpu's `fill_boundaries`: axes in x, y, z order, over
+/// the face nodes of `Layout::wall_face`.
 pub(crate) fn wall_fills(layout: &Layout, sides: &[SideBc; 6]) -> Vec<WallFill> {
     let mut fills = Vec::new();
     for a in 0..layout.dim {
@@ -365,18 +354,9 @@ pub(crate) fn wall_fills(layout: &Layout, sides: &[SideBc; 6]) -> Vec<WallFill> 
         if walls == 0 {
             continue;
         }
-        let range = |e: usize| -> (i64, i64) {
-            let (n, g) = (layout.n[e] as i64, layout.ghost[e] as i64);
-            if e >= layout.dim {
-                (0, 1)
-            } else if e < a {
-                (-g, n + 2 * g)
-            } else {
-                (1, n - 2)
-            }
-        };
-        let [t1, t2] = tangential(a);
-        let (r1, r2) = (range(t1), range(t2));
+        // Both sides of an axis share the ranges.
+        let face = layout.wall_face(Side::ALL[2 * a]);
+        let [r1, r2] = face.ranges.map(|(lo, hi)| (lo as i64, (hi - lo) as i64));
         fills.push(WallFill {
             axis: a as i32,
             walls,
@@ -577,7 +557,7 @@ mod tests {
                 for f in 0..fill.count[0] * fill.count[1] {
                     let mut ijk = [0i64; 3];
                     ijk[a] = if side == 1 { l.n[a] as i64 - 1 } else { 0 };
-                    let [t1, t2] = tangential(a);
+                    let [t1, t2] = l.wall_face(Side::ALL[2 * a]).tangential;
                     ijk[t1] = fill.lo[0] + f % fill.count[0];
                     ijk[t2] = fill.lo[1] + f / fill.count[0];
                     let o = l.index(ijk[0] as isize, ijk[1] as isize, ijk[2] as isize) as i64;

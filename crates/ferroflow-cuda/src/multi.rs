@@ -91,7 +91,6 @@ pub struct MultiGpu<R: Real> {
     options: MultiGpuOptions,
     /// Owner block of the pressure reference node.
     reference: usize,
-    layout: Layout,
     equations: usize,
     initial: Fields<R>,
     parity: usize,
@@ -106,6 +105,7 @@ impl<R: Real> MultiGpu<R> {
         decomposition: Decomposition,
         options: &MultiGpuOptions,
     ) -> Result<MultiGpu<R>, BackendError> {
+        decomposition.check_grid(&problem.layout, "cuda")?;
         if options.devices.is_empty() {
             return Err(failed("no devices given".into()));
         }
@@ -177,7 +177,6 @@ impl<R: Real> MultiGpu<R> {
             links,
             options: options.clone(),
             reference,
-            layout: problem.layout,
             equations: problem.equations(),
             initial: problem.initial.clone(),
             parity: 0,
@@ -637,34 +636,26 @@ impl<R: Real> Backend for MultiGpu<R> {
         for it in 0..iterations {
             self.iterate(it + 1 == iterations)?;
         }
-        let mut total = Residuals::zeros(self.equations, self.layout.interior_nodes());
-        for b in &self.blocks {
-            total.add(&b.backend.residuals()?);
-        }
-        Ok(total)
+        let sums = self.blocks.iter().map(|b| b.backend.residuals());
+        let sums = sums.collect::<Result<Vec<_>, _>>()?;
+        Ok(self.decomposition.sum_residuals(self.equations, sums))
     }
 
     fn download(&mut self) -> Result<Fields<R>, BackendError> {
-        let mut whole = self.initial.clone();
-        for b in &mut self.blocks {
-            let f = b.backend.download()?;
-            self.decomposition.paste(&mut whole, &b.extent, &f);
-        }
-        Ok(whole)
+        // `new` sets up every block in order: block `id` is `blocks[id]`.
+        let blocks = &mut self.blocks;
+        self.decomposition
+            .gather(&self.initial, |e| blocks[e.id].backend.download())
     }
 
     fn upload(&mut self, fields: &Fields<R>) -> Result<(), BackendError> {
-        if fields.layout != self.layout || fields.vars.len() != self.equations {
-            return Err(failed(
-                "uploaded state does not match the problem's grid".into(),
-            ));
-        }
-        for b in &mut self.blocks {
-            b.comm.synchronize().check("waiting for halos")?;
-            b.backend
-                .upload(&self.decomposition.cut(fields, &b.extent))?;
-        }
-        Ok(())
+        let blocks = self.blocks.iter_mut().map(|b| (b.extent.id, b));
+        let vars = self.equations;
+        self.decomposition
+            .scatter(fields, vars, "cuda", blocks, |b, f| {
+                b.comm.synchronize().check("waiting for halos")?;
+                b.backend.upload(f)
+            })
     }
 }
 

@@ -137,12 +137,7 @@ impl State {
         boundary: &BoundaryKernel,
         grid: &Grid,
     ) -> Result<(), BackendError> {
-        if fields.layout != self.layout || fields.vars.len() != self.buffers[0].slices.len() {
-            return Err(BackendError::Failed {
-                backend: "cuda",
-                message: "uploaded state does not match the problem's grid".into(),
-            });
-        }
+        fields.check_state(&self.layout, self.buffers[0].slices.len(), "cuda")?;
         let cur = self.cur;
         self.buffers[cur].upload(stream, fields)?;
         boundary.launch(stream, &self.cur(), grid, 0)?;

@@ -3,7 +3,7 @@ use crate::transport::{Halo, Transport};
 use ferroflow_ac::blocks::block_problem;
 use ferroflow_ac::{BlockBackend, Problem};
 use ferroflow_core::decomposition::{BlockExtent, Decomposition, Face};
-use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals, Side};
+use ferroflow_core::{Backend, BackendError, Fields, Real, Residuals, Side};
 
 /// A decomposed grid driven as one backend: the blocks of this process, their halos, and
 /// the transport to the other processes' blocks.
@@ -18,15 +18,17 @@ pub struct Decomposed<B: BlockBackend, T> {
     transport: T,
     /// The block holding the pressure reference node, and the node's offset there.
     reference: (usize, usize),
-    layout: Layout,
     equations: usize,
     initial: Fields<B::Real>,
     name: &'static str,
 }
 
+/// The backend name in errors.
+const BACKEND: &str = "decomposed";
+
 fn failed(message: String) -> BackendError {
     BackendError::Failed {
-        backend: "decomposed",
+        backend: BACKEND,
         message,
     }
 }
@@ -40,11 +42,7 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
         transport: T,
         mut make: impl FnMut(&Problem<R>, &BlockExtent) -> Result<B, BackendError>,
     ) -> Result<Self, BackendError> {
-        if decomposition.n != problem.layout.n || decomposition.dim != problem.layout.dim {
-            return Err(failed(
-                "the decomposition is not of the problem's grid".into(),
-            ));
-        }
+        decomposition.check_grid(&problem.layout, BACKEND)?;
         let extents = decomposition.extents();
         let (rank, _) = transport.rank_size();
         let vars = problem.equations();
@@ -86,7 +84,6 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
             faces,
             transport,
             reference: (owner, layout.index(i, j, k)),
-            layout: problem.layout,
             equations: problem.equations(),
             initial: problem.initial.clone(),
             name,
@@ -112,12 +109,9 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
         }
         let root = self.transport.owner(owner, self.extents.len());
         self.transport.broadcast(&mut shift, root)?;
-        let mut total = Residuals::zeros(self.equations, self.layout.interior_nodes());
+        let mut sums = Vec::with_capacity(self.blocks.len());
         for (_, b) in &mut self.blocks {
-            let sums = b.step(shift[0], norms)?;
-            if norms {
-                total.add(&sums);
-            }
+            sums.push(b.step(shift[0], norms)?);
         }
         for (halo, (b, face)) in self.halos.iter_mut().zip(&self.faces) {
             self.blocks[*b].1.pack(face, &mut halo.send)?;
@@ -126,6 +120,9 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
         for (halo, (b, face)) in self.halos.iter().zip(&self.faces) {
             self.blocks[*b].1.unpack(face, &halo.recv)?;
         }
+        // Without norms a block's sums may be empty (not computed): none count.
+        let sums = sums.into_iter().filter(|_| norms);
+        let mut total = self.decomposition.sum_residuals(self.equations, sums);
         if norms {
             self.transport.sum(&mut total.sum_sq)?;
         }
@@ -150,31 +147,23 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Backend for Decomposed
 
     /// Every process gets the whole grid: each block's owner shares it.
     fn download(&mut self) -> Result<Fields<R>, BackendError> {
-        let mut whole = self.initial.clone();
-        let count = self.extents.len();
-        for e in &self.extents {
+        let (d, count) = (&self.decomposition, self.extents.len());
+        d.gather(&self.initial, |e| {
             let mut f = match self.blocks.iter_mut().find(|(id, _)| *id == e.id) {
                 Some((_, b)) => b.download()?,
-                None => Fields::zeros(e.layout(self.decomposition.dim), self.equations),
+                None => Fields::zeros(e.layout(d.dim), self.equations),
             };
             let root = self.transport.owner(e.id, count);
             for v in &mut f.vars {
                 self.transport.broadcast(v, root)?;
             }
-            self.decomposition.paste(&mut whole, e, &f);
-        }
-        Ok(whole)
+            Ok(f)
+        })
     }
 
     fn upload(&mut self, fields: &Fields<R>) -> Result<(), BackendError> {
-        if fields.layout != self.layout || fields.vars.len() != self.equations {
-            return Err(failed(
-                "uploaded state does not match the problem's grid".into(),
-            ));
-        }
-        for (id, b) in &mut self.blocks {
-            b.upload(&self.decomposition.cut(fields, &self.extents[*id]))?;
-        }
-        Ok(())
+        let blocks = self.blocks.iter_mut().map(|(id, b)| (*id, b));
+        self.decomposition
+            .scatter(fields, self.equations, BACKEND, blocks, |b, f| b.upload(f))
     }
 }
