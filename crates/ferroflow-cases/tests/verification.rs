@@ -2,6 +2,7 @@
 //! lid-driven cavity against published profiles, precision and thread-count invariance.
 //! Heavy versions are `#[ignore]`d (run with `cargo test --release -- --ignored`) and exist as
 //! `ferroflow verify`.
+use ferroflow_ac::cpu::CpuBackend;
 use ferroflow_ac::{Numerics, Problem};
 use ferroflow_cases::case::builtin;
 use ferroflow_cases::cavity::{centrelines, lid_driven, max_deviation};
@@ -9,7 +10,6 @@ use ferroflow_cases::convection::HeatTransfer;
 use ferroflow_cases::mms::{study, Manufactured, MmsRow};
 use ferroflow_cases::reference::{albensoeder_kuhlmann, ghia};
 use ferroflow_core::{Backend, Fields, ProblemError, Real};
-use ferroflow_cpu::CpuBackend;
 use ferroflow_solver::{Simulation, StopCriteria};
 
 /// The scheme settings of these tests.

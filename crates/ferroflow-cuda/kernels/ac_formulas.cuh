@@ -1,5 +1,5 @@
 // Pointwise formulas of the artificial-compressibility scheme: the __device__ twins of
-// crates/ferroflow-cpu/src/formulas.rs, with the same names, arguments and operation order,
+// crates/ferroflow-ac/src/cpu/formulas.rs, with the same names, arguments and operation order,
 // so that (compiled with --fmad=false) they round exactly as the CPU does.
 #ifndef FERROFLOW_AC_FORMULAS_CUH
 #define FERROFLOW_AC_FORMULAS_CUH

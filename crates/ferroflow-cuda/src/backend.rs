@@ -13,6 +13,7 @@ use crate::tune::{self, TuneMode, TuneReport, Tuner};
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaGraph, CudaSlice};
+use ferroflow_ac::iteration::{iterate, AcKernels};
 use ferroflow_ac::{BlockBackend, Problem};
 use ferroflow_core::decomposition::Face;
 use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals};
@@ -179,13 +180,6 @@ impl<R: Real> CudaBackend<R> {
         address(&self.shifts, &self.device.stream)
     }
 
-    /// Queues one iteration: interior pass into the next buffer, its walls, the residual sums
-    /// if `norms`, then the swap.
-    fn iterate(&mut self, norms: bool) -> Result<(), BackendError> {
-        let done = self.queue_step(None, self.own_shift(), norms)?;
-        self.queue_walls_and_swap(norms, done)
-    }
-
     /// Queues the interior pass over `region` (None: all interior nodes) into the next buffer;
     /// returns the x walls it filled (`StepKernel::launch`).
     pub(crate) fn queue_step(
@@ -204,29 +198,6 @@ impl<R: Real> CudaBackend<R> {
             shift,
             norms,
         )
-    }
-
-    /// Queues the wall fill of the next buffer but for the x walls in `done` (filled by the
-    /// interior pass), the residual reduction if `norms`, and the swap.
-    pub(crate) fn queue_walls_and_swap(
-        &mut self,
-        norms: bool,
-        done: i32,
-    ) -> Result<(), BackendError> {
-        let stream = &self.device.stream;
-        self.boundary
-            .launch(stream, &self.state.next(), &self.args.grid, done)?;
-        if norms {
-            self.reduce.launch(
-                stream,
-                self.args.partials,
-                self.norms.blocks as i64,
-                self.norms.sums(stream),
-                self.equations as u32,
-            )?;
-        }
-        self.state.swap();
-        Ok(())
     }
 
     /// The residual sums of the last iteration queued with norms (waits for it).
@@ -302,7 +273,8 @@ impl<R: Real> CudaBackend<R> {
         stream
             .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             .check("starting a graph capture")?;
-        let captured = (0..self.graph_iterations).try_for_each(|_| self.iterate(false));
+        let captured =
+            (0..self.graph_iterations).try_for_each(|_| iterate(self, self.own_shift(), false));
         // End the capture even after a failed launch, or the stream stays capturing.
         let graph = stream
             .end_capture(CUgraphInstantiate_flags(0))
@@ -359,9 +331,9 @@ impl<R: Real> Backend for CudaBackend<R> {
             self.replay()?;
         }
         for _ in replays * self.graph_iterations..quiet {
-            self.iterate(false)?;
+            iterate(self, self.own_shift(), false)?;
         }
-        self.iterate(true)?;
+        iterate(self, self.own_shift(), true)?;
         self.residuals()
     }
 
@@ -372,6 +344,38 @@ impl<R: Real> Backend for CudaBackend<R> {
     fn upload(&mut self, fields: &Fields<R>) -> Result<(), BackendError> {
         self.state
             .upload(&self.device.stream, fields, &self.boundary, &self.args.grid)
+    }
+}
+
+/// The scheme's kernels, queued on the device's stream.
+impl<R: Real> AcKernels for CudaBackend<R> {
+    type Shift = CUdeviceptr;
+    /// The x walls the interior pass filled (`StepKernel::launch`).
+    type Filled = i32;
+
+    fn interior_pass(&mut self, shift: CUdeviceptr, norms: bool) -> Result<i32, BackendError> {
+        self.queue_step(None, shift, norms)
+    }
+
+    fn fill_walls(&mut self, filled: i32) -> Result<(), BackendError> {
+        let stream = &self.device.stream;
+        self.boundary
+            .launch(stream, &self.state.next(), &self.args.grid, filled)
+    }
+
+    fn reduce_norms(&mut self) -> Result<(), BackendError> {
+        let stream = &self.device.stream;
+        self.reduce.launch(
+            stream,
+            self.args.partials,
+            self.norms.blocks as i64,
+            self.norms.sums(stream),
+            self.equations as u32,
+        )
+    }
+
+    fn swap(&mut self) {
+        self.state.swap();
     }
 }
 
@@ -386,8 +390,7 @@ impl<R: Real> BlockBackend for CudaBackend<R> {
         stream
             .memcpy_htod(bytes(&[p_shift]), &mut self.shifts)
             .check("copying the pressure shift to the device")?;
-        let done = self.queue_step(None, self.given_shift(), norms)?;
-        self.queue_walls_and_swap(norms, done)?;
+        iterate(self, self.given_shift(), norms)?;
         if norms {
             self.residuals()
         } else {

@@ -602,7 +602,7 @@ mod tests {
                         *value = x - 0.5;
                     }
                 }
-                let mut cpu = ferroflow_cpu::CpuBackend::new(&problem, 1).unwrap();
+                let mut cpu = ferroflow_ac::cpu::CpuBackend::new(&problem, 1).unwrap();
                 let expected = cpu.download().unwrap();
                 let mut ours = problem.initial.clone();
                 emulate_fill_walls(&mut ours, &problem.sides, 1 + dim);

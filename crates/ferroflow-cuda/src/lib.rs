@@ -1,6 +1,6 @@
 //! ferroflow-cuda: the CUDA backend. [`CudaBackend`] runs the CPU backend's iteration on an
 //! NVIDIA GPU and gives the same answers: the kernels in `kernels/*.cu` are `__device__` twins
-//! of `ferroflow_cpu::formulas` and of its fused pass, with the same operation order, compiled
+//! of `ferroflow_ac::cpu::formulas` and of its fused pass, with the same operation order, compiled
 //! without fused multiply-adds by default ([`CudaOptions::fmad`]) and with IEEE division and
 //! square root, so that states round as on the CPU. They can differ only where values pass
 //! through the subnormal range: the CPU flushes them to zero, the GPU does so in f32 only.

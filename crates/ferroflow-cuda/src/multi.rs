@@ -19,6 +19,7 @@ use crate::launch::{Region, Vars};
 use cudarc::driver::sys::{self, CUdeviceptr, CUmemorytype};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
 use ferroflow_ac::blocks::block_problem;
+use ferroflow_ac::iteration::finish;
 use ferroflow_ac::Problem;
 use ferroflow_core::decomposition::{halo_width, region_len, BlockExtent, Decomposition, Face};
 use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals, Side};
@@ -253,7 +254,7 @@ impl<R: Real> MultiGpu<R> {
             be.queue_step(Some(&b.inner), shift, false)?;
         }
         let b = &mut self.blocks[id];
-        b.backend.queue_walls_and_swap(norms, done)?;
+        finish(&mut b.backend, done, norms)?;
         // The swap flipped cur: the state just computed is now current.
         b.stepped
             .record(&b.backend.device.stream)

@@ -5,6 +5,7 @@
 //! plane-tiled one, whose block marches through the boxes the overlap splits a block into.
 //! Without a usable GPU each test says why and passes,
 //! unless FERROFLOW_REQUIRE_GPU=1.
+use ferroflow_ac::Decomposed;
 use ferroflow_ac::{Numerics, Problem};
 use ferroflow_cases::cavity::lid_driven;
 use ferroflow_cases::convection::HeatedCavity;
@@ -14,7 +15,7 @@ use ferroflow_cuda::{
     probe, CudaBackend, CudaOptions, Exchange, LaunchShape, MultiGpu, MultiGpuOptions, TuneMode,
     DEFAULT_SHAPE,
 };
-use ferroflow_parallel::{Decomposed, InProcess};
+use ferroflow_parallel::InProcess;
 
 fn gpus() -> Option<Vec<usize>> {
     match probe() {

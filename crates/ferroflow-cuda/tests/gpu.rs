@@ -3,11 +3,11 @@
 //! bitwise determinism,
 //! and tuning that leaves the state alone. They need a GPU: without a usable one each test says
 //! why and passes, unless FERROFLOW_REQUIRE_GPU=1 (scripts/gpu-check.sh sets it).
+use ferroflow_ac::cpu::CpuBackend;
 use ferroflow_ac::{Numerics, Problem, SideBc};
 use ferroflow_cases::convection::HeatedCavity;
 use ferroflow_cases::{cavity, mms::Manufactured};
 use ferroflow_core::{Backend, Fields, Real, Residuals};
-use ferroflow_cpu::CpuBackend;
 use ferroflow_cuda::{
     candidates, probe, CudaBackend, CudaOptions, LaunchShape, TuneMode, TuneSource,
 };

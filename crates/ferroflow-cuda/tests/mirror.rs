@@ -1,4 +1,4 @@
-//! The CUDA kernels mirror ferroflow-cpu's code, and CI has no GPU to compare results: these
+//! The CUDA kernels mirror the CPU code of ferroflow-ac, and CI has no GPU to compare results: these
 //! checks read both sources so that a change on the CPU side that is not mirrored fails here.
 use std::path::{Path, PathBuf};
 
@@ -6,7 +6,7 @@ fn crates() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()?
         .to_path_buf();
-    dir.join("ferroflow-cpu").is_dir().then_some(dir)
+    dir.join("ferroflow-ac").is_dir().then_some(dir)
 }
 
 fn read(path: PathBuf) -> String {
@@ -49,7 +49,7 @@ fn every_cpu_formula_has_a_device_twin() {
         println!("skipped: the sources are not here (test executable moved)");
         return;
     };
-    let cpu = read(crates.join("ferroflow-cpu/src/formulas.rs"));
+    let cpu = read(crates.join("ferroflow-ac/src/cpu/formulas.rs"));
     let cuda = read(crates.join("ferroflow-cuda/kernels/ac_formulas.cuh"));
     let names: Vec<&str> = cpu
         .lines()

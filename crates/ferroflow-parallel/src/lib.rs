@@ -1,20 +1,13 @@
-//! ferroflow-parallel: runs a decomposed grid as one [`Backend`].
-//!
-//! [`Decomposed`] holds the blocks this process iterates (any [`BlockBackend`]: CPU blocks,
-//! or GPU blocks staged through the host) and a [`Transport`] that moves packed halo buffers
-//! between blocks: in-process copies ([`InProcess`]) or MPI between processes (feature
-//! `mpi`). Each iteration: the whole grid's pressure reference value is shared, every block
-//! takes one step, then every interface face is packed, exchanged and unpacked. The result
-//! is the one-block result, bit for bit: the blocks do the same arithmetic on the same
-//! values, only the residual sums are added in another order.
+//! ferroflow-parallel: moving packed halo buffers between the blocks of a decomposed grid,
+//! and the reductions across them. A [`Transport`] exchanges [`Halo`]s: by copies between
+//! blocks of one process ([`InProcess`]) or by MPI between processes (feature `mpi`). Each
+//! scheme's decomposed driver (e.g. `ferroflow_ac::Decomposed`) uses it; it knows no scheme.
 #![deny(missing_docs)]
 
-mod decomposed;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod transport;
 
 #[cfg(feature = "mpi")]
 pub use self::mpi::Mpi;
-pub use decomposed::Decomposed;
 pub use transport::{Halo, InProcess, Transport};

@@ -2,13 +2,14 @@
 //! implementation.
 use crate::world::World;
 use crate::Failure;
+use ferroflow_ac::cpu::CpuBackend;
+use ferroflow_ac::Decomposed;
 use ferroflow_ac::Problem;
 use ferroflow_cases::case::{BackendKind, BackendSpec, Exchange, ParallelSpec};
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, BackendError, Real};
-use ferroflow_cpu::CpuBackend;
 use ferroflow_cuda::{CudaBackend, CudaOptions, MultiGpu, MultiGpuOptions, TuneMode};
-use ferroflow_parallel::{Decomposed, InProcess, Transport};
+use ferroflow_parallel::{InProcess, Transport};
 
 /// What the CUDA backend would run on here, or exactly why it cannot run (no driver, no
 /// device, no NVRTC).

@@ -1,14 +1,15 @@
 //! A decomposed grid gives the one-block result bit for bit: 1D, 2D and 3D cuts of 2D and 3D
 //! cases (lid-driven cavity, buoyancy-driven cavity with adiabatic walls, manufactured
 //! solution with sources), even and uneven block sizes.
+use ferroflow_ac::cpu::CpuBackend;
+use ferroflow_ac::Decomposed;
 use ferroflow_ac::{Numerics, Problem};
 use ferroflow_cases::cavity::lid_driven;
 use ferroflow_cases::convection::HeatedCavity;
 use ferroflow_cases::mms::Manufactured;
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::Backend;
-use ferroflow_cpu::CpuBackend;
-use ferroflow_parallel::{Decomposed, InProcess};
+use ferroflow_parallel::InProcess;
 
 /// Runs `iterations` on one block and on `blocks`; asserts every node of every variable is
 /// identical and the residuals agree to rounding.

@@ -3,8 +3,8 @@
 //! updated state and the residual partial sums, with no temporary arrays. The energy equation
 //! (a const generic, so that flows without it compile to the same code as before) adds T,
 //! its transport and its buoyancy in the momentum equations to the same pass.
-use crate::formulas::*;
-use ferroflow_ac::Coefficients as Coeffs;
+use crate::cpu::formulas::*;
+use crate::Coefficients as Coeffs;
 use ferroflow_core::{Fields, Layout, Real, Residuals};
 use rayon::prelude::*;
 

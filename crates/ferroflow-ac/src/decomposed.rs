@@ -1,9 +1,9 @@
 //! The driver of a decomposed grid.
-use crate::transport::{Halo, Transport};
-use ferroflow_ac::blocks::block_problem;
-use ferroflow_ac::{BlockBackend, Problem};
+use crate::blocks::block_problem;
+use crate::{BlockBackend, Problem};
 use ferroflow_core::decomposition::{BlockExtent, Decomposition, Face};
 use ferroflow_core::{Backend, BackendError, Fields, Real, Residuals, Side};
+use ferroflow_parallel::{Halo, Transport};
 
 /// A decomposed grid driven as one backend: the blocks of this process, their halos, and
 /// the transport to the other processes' blocks.

@@ -1,6 +1,6 @@
 //! Physical boundary conditions: fill boundary nodes and ghost layers after each pass.
-use crate::formulas::{extrapolate_quadratic, extrapolate_zero_gradient};
-use ferroflow_ac::SideBc;
+use crate::cpu::formulas::{extrapolate_quadratic, extrapolate_zero_gradient};
+use crate::SideBc;
 use ferroflow_core::{Fields, Real, Side, GHOST};
 
 /// Fills every side of `f` in x, y, z order, from the face nodes of `Layout::wall_face` (the

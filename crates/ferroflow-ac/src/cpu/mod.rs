@@ -1,0 +1,184 @@
+//! The scheme on the CPU, the reference backend. The state lives in host memory; each
+//! iteration is one fused pass over all interior nodes on a rayon pool owned by the backend
+//! (`ferroflow_cpu::pool`: subnormals flushed), then the boundary fill and a buffer swap.
+
+mod boundary;
+pub mod formulas;
+mod step;
+
+use crate::iteration::{iterate, AcKernels};
+use crate::{BlockBackend, Coefficients, Problem, SideBc};
+use ferroflow_core::decomposition::Face;
+use ferroflow_core::{Backend, BackendError, Fields, Real, Residuals};
+use rayon::prelude::*;
+
+/// CPU backend for one block (a whole grid, or one block of a decomposed one).
+pub struct CpuBackend<R: Real> {
+    coeffs: Coefficients<R>,
+    sides: [SideBc; 6],
+    temperature: Option<usize>,
+    p_ref: usize,
+    source: Option<Fields<R>>,
+    cur: Fields<R>,
+    next: Fields<R>,
+    row_sums: Vec<[f64; step::V]>,
+    /// The residual sums of the last pass.
+    residuals: Residuals,
+    pool: rayon::ThreadPool,
+}
+
+impl<R: Real> CpuBackend<R> {
+    /// Sets up the state from `problem.initial` on a pool of `threads` threads (0 = all cores).
+    pub fn new(problem: &Problem<R>, threads: usize) -> Result<CpuBackend<R>, BackendError> {
+        let pool = ferroflow_cpu::pool(threads)?;
+        let mut backend = CpuBackend {
+            coeffs: Coefficients::new(problem),
+            sides: problem.sides,
+            temperature: problem.temperature(),
+            p_ref: problem.pressure_ref_offset(),
+            source: problem.source.clone(),
+            cur: problem.initial.clone(),
+            next: problem.initial.clone(),
+            row_sums: vec![[0.0; step::V]; step::interior_rows(&problem.layout)],
+            residuals: Residuals::default(),
+            pool,
+        };
+        backend.upload(&problem.initial)?;
+        Ok(backend)
+    }
+
+    /// Number of worker threads.
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+}
+
+impl<R: Real> Backend for CpuBackend<R> {
+    type Real = R;
+
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn advance(&mut self, iterations: usize) -> Result<Residuals, BackendError> {
+        for _ in 0..iterations {
+            iterate(self, self.cur.vars[0][self.p_ref], true)?;
+        }
+        Ok(self.residuals.clone())
+    }
+
+    fn download(&mut self) -> Result<Fields<R>, BackendError> {
+        Ok(self.cur.clone())
+    }
+
+    fn upload(&mut self, fields: &Fields<R>) -> Result<(), BackendError> {
+        fields.check_state(&self.cur.layout, self.cur.vars.len(), "cpu")?;
+        self.cur.clone_from(fields);
+        let (cur, sides, t) = (&mut self.cur, &self.sides, self.temperature);
+        self.pool
+            .install(|| boundary::fill_boundaries(cur, sides, t));
+        // Boundary nodes of both buffers carry the wall data; the pass writes interiors only.
+        self.next.clone_from(&self.cur);
+        Ok(())
+    }
+}
+
+// Each kernel on the pool, whose threads flush subnormals (see `ferroflow_cpu::pool`).
+impl<R: Real> AcKernels for CpuBackend<R> {
+    type Shift = R;
+    type Filled = ();
+
+    fn interior_pass(&mut self, p_shift: R, _norms: bool) -> Result<(), BackendError> {
+        let (c, cur, next, src, t, sums) = (
+            &self.coeffs,
+            &self.cur,
+            &mut self.next,
+            self.source.as_ref(),
+            self.temperature.is_some(),
+            &mut self.row_sums,
+        );
+        self.residuals = self
+            .pool
+            .install(|| step::interior_pass(c, cur, next, src, t, p_shift, sums));
+        Ok(())
+    }
+
+    fn fill_walls(&mut self, _: ()) -> Result<(), BackendError> {
+        let (next, sides, t) = (&mut self.next, &self.sides, self.temperature);
+        self.pool
+            .install(|| boundary::fill_boundaries(next, sides, t));
+        Ok(())
+    }
+
+    /// The pass sums its rows in order itself.
+    fn reduce_norms(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    fn swap(&mut self) {
+        std::mem::swap(&mut self.cur, &mut self.next);
+    }
+}
+
+impl<R: Real> BlockBackend for CpuBackend<R> {
+    fn pressure_at(&mut self, offset: usize) -> Result<R, BackendError> {
+        Ok(self.cur.vars[0][offset])
+    }
+
+    /// The fused pass computes the residual sums anyway: `norms` changes nothing here.
+    fn step(&mut self, p_shift: R, _norms: bool) -> Result<Residuals, BackendError> {
+        iterate(self, p_shift, true)?;
+        Ok(self.residuals.clone())
+    }
+
+    fn pack(&mut self, face: &Face, buf: &mut [R]) -> Result<(), BackendError> {
+        let rows = face.rows(&self.cur.layout, false);
+        let cur = &self.cur;
+        let parts = split_rows(buf, &rows);
+        self.pool.install(|| {
+            parts.into_par_iter().zip(&rows).for_each(|(part, r)| {
+                part.copy_from_slice(&cur.vars[r.var][r.offset..r.offset + r.len]);
+            })
+        });
+        Ok(())
+    }
+
+    fn unpack(&mut self, face: &Face, buf: &[R]) -> Result<(), BackendError> {
+        // Rows of one variable never overlap: unpack variable by variable, rows in parallel.
+        let rows = face.rows(&self.cur.layout, true);
+        let cur = &mut self.cur;
+        self.pool.install(|| {
+            for (var, values) in cur.vars.iter_mut().enumerate().take(face.vars) {
+                let mine: Vec<_> = rows.iter().filter(|r| r.var == var).collect();
+                let mut targets = Vec::with_capacity(mine.len());
+                let mut rest: &mut [R] = values;
+                let mut base = 0;
+                for r in &mine {
+                    let (_, tail) = rest.split_at_mut(r.offset - base);
+                    let (row, tail) = tail.split_at_mut(r.len);
+                    targets.push(row);
+                    rest = tail;
+                    base = r.offset + r.len;
+                }
+                targets.into_par_iter().zip(mine).for_each(|(row, r)| {
+                    row.copy_from_slice(&buf[r.at..r.at + r.len]);
+                });
+            }
+        });
+        Ok(())
+    }
+}
+
+/// `buf` cut into the runs of `rows` (which tile it in order).
+fn split_rows<'a, R>(
+    mut buf: &'a mut [R],
+    rows: &[ferroflow_core::decomposition::FaceRow],
+) -> Vec<&'a mut [R]> {
+    rows.iter()
+        .map(|r| {
+            let (row, rest) = std::mem::take(&mut buf).split_at_mut(r.len);
+            buf = rest;
+            row
+        })
+        .collect()
+}
