@@ -570,4 +570,20 @@ mod tests {
         assert!(corrupt(&|b| b.truncate(3)));
         fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn the_format_1_file_of_an_earlier_version_is_read() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../test_data/checkpoint-v1")
+            .join(FILE_NAME);
+        let ck = load(&path).unwrap();
+        assert_eq!((ck.version, ck.iteration), (1, 301));
+        assert_eq!(ck.history.last().map(|r| r.iteration), Some(301));
+        let layout = Layout::new(2, [17, 17, 0]);
+        let state = ck.state::<f64>(layout, 3).unwrap();
+        // The lid: u = 1 along the top wall, corners included.
+        assert!((0..17).all(|i| state.at(1, i, 16, 0) == 1.0));
+        assert_eq!(state.first_non_finite(), None);
+        assert!(ck.state::<f32>(layout, 3).is_err());
+    }
 }
