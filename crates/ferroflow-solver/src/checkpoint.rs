@@ -1,7 +1,20 @@
 //! Checkpoints: everything needed to continue a run bitwise as if it had never stopped (the
-//! resolved case, the raw backend state, the driver's record), in one file written atomically
+//! resolved case, the driver's record, the state's node values), in one file written atomically
 //! (temporary file, CRC-32 checksum, rename) so that a kill at any moment leaves the previous
 //! checkpoint intact.
+//!
+//! Format 2 (`FFLOWCK2`, written): magic, resolved case, precision, wall time, the driver's
+//! record, then the grid (dimension, nodes per axis, variable count) and per variable the values
+//! at the nodes (boundary nodes included) in [`Layout::for_each_node`] order, in the run's
+//! precision (4 bytes a value in f32, 8 in f64), then the CRC-32 of everything before it.
+//! Integers are u64, everything little-endian. Ghosts and row padding are not stored: the
+//! backend's `upload` fills every ghost the scheme reads from the nodes (wall extrapolation, and
+//! halos cut from the neighbouring blocks' nodes), as each iteration does, so the continuation is
+//! still bitwise the same.
+//!
+//! Format 1 (`FFLOWCK1`, written by earlier versions, still read): the same up to the grid,
+//! which also gives the array length, then the whole padded arrays (ghosts included) widened to
+//! f64; only their node values are used.
 use crate::simulation::{HistoryRow, Simulation, StopCriteria};
 use ferroflow_core::{Fields, Layout, Real};
 use std::fs::{self, File};
@@ -12,12 +25,17 @@ use thiserror::Error;
 /// File name of the checkpoint in an output directory.
 pub const FILE_NAME: &str = "checkpoint.ffcp";
 
-/// First bytes of a checkpoint: format name and version.
-const MAGIC: &[u8; 8] = b"FFLOWCK1";
+/// First bytes of a checkpoint: format name and version (the one written).
+const MAGIC: &[u8; 8] = b"FFLOWCK2";
+
+/// First bytes of a format 1 checkpoint (whole padded arrays in f64).
+const MAGIC_V1: &[u8; 8] = b"FFLOWCK1";
 
 /// A checkpoint read back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checkpoint {
+    /// Format version of the file (1 or 2).
+    pub version: u32,
     /// The resolved case (TOML) the run was started with.
     pub case_toml: String,
     /// Precision of the state (`f64` or `f32`).
@@ -30,8 +48,19 @@ pub struct Checkpoint {
     pub initial: Option<Vec<f64>>,
     /// Residual history.
     pub history: Vec<HistoryRow>,
-    /// The raw backend state (pressure not referenced), widened to f64 (exact for f32).
-    state: Fields<f64>,
+    /// Number of active axes of the grid.
+    dim: usize,
+    /// Nodes per axis (1 on axis 2 in 2D), as in [`Layout::n`].
+    n: [usize; 3],
+    /// The raw state's node values (pressure not referenced).
+    nodes: Nodes,
+}
+
+/// Node values per variable in [`Layout::for_each_node`] order, in the checkpoint's precision.
+#[derive(Debug, Clone, PartialEq)]
+enum Nodes {
+    F64(Vec<Vec<f64>>),
+    F32(Vec<Vec<f32>>),
 }
 
 /// A checkpoint that cannot be used.
@@ -48,7 +77,17 @@ pub enum CheckpointError {
     Mismatch(String),
 }
 
-/// Writes a checkpoint of `sim` and the raw backend `state` to `path`, atomically.
+/// Bytes per stored value of a precision; `None` for an unknown one.
+fn width(precision: &str) -> Option<usize> {
+    match precision {
+        "f32" => Some(4),
+        "f64" => Some(8),
+        _ => None,
+    }
+}
+
+/// Writes a checkpoint of `sim` and the node values of the raw backend `state` to `path`,
+/// atomically.
 pub fn save<R: Real>(
     path: &Path,
     case_toml: &str,
@@ -56,29 +95,25 @@ pub fn save<R: Real>(
     wall_seconds: f64,
     state: &Fields<R>,
 ) -> io::Result<()> {
-    let mut b = Vec::with_capacity(64 + 8 * state.vars.len() * state.layout.len);
-    b.extend_from_slice(MAGIC);
-    put_str(&mut b, case_toml);
-    put_str(&mut b, R::NAME);
-    put_f64(&mut b, wall_seconds);
-    put_u64(&mut b, sim.iteration);
-    match &sim.initial {
-        Some(v) => put_f64s(&mut b, v),
-        None => put_u64(&mut b, usize::MAX),
-    }
-    put_u64(&mut b, sim.history.len());
-    for row in &sim.history {
-        put_u64(&mut b, row.iteration);
-        put_f64s(&mut b, &row.relative);
-    }
     let l = state.layout;
-    for x in [l.dim, l.n[0], l.n[1], l.n[2], state.vars.len(), l.len] {
+    let w = width(R::NAME).expect("states are f32 or f64");
+    let mut b = header(
+        MAGIC,
+        case_toml,
+        R::NAME,
+        sim,
+        wall_seconds,
+        w * state.vars.len() * l.nodes(),
+    );
+    for x in [l.dim, l.n[0], l.n[1], l.n[2], state.vars.len()] {
         put_u64(&mut b, x);
     }
     for var in &state.vars {
-        for x in var {
-            put_f64(&mut b, x.f64());
-        }
+        // Exact in either width: f32 values go through f64 and back.
+        l.for_each_node(|_, _, _, o| match w {
+            4 => b.extend_from_slice(&(var[o].f64() as f32).to_le_bytes()),
+            _ => put_f64(&mut b, var[o].f64()),
+        });
     }
     let crc = crc32fast::hash(&b);
     b.extend_from_slice(&crc.to_le_bytes());
@@ -98,11 +133,45 @@ pub fn save<R: Real>(
     Ok(())
 }
 
-/// Reads and verifies the checkpoint at `path`.
+/// The part both formats share: magic, case, precision, wall time and the driver's record, in
+/// a buffer with room for `state` more bytes.
+fn header(
+    magic: &[u8; 8],
+    case_toml: &str,
+    precision: &str,
+    sim: &Simulation,
+    wall_seconds: f64,
+    state: usize,
+) -> Vec<u8> {
+    let rows: usize = sim.history.iter().map(|r| 16 + 8 * r.relative.len()).sum();
+    let mut b = Vec::with_capacity(128 + case_toml.len() + rows + state);
+    b.extend_from_slice(magic);
+    put_str(&mut b, case_toml);
+    put_str(&mut b, precision);
+    put_f64(&mut b, wall_seconds);
+    put_u64(&mut b, sim.iteration);
+    match &sim.initial {
+        Some(v) => put_f64s(&mut b, v),
+        None => put_u64(&mut b, usize::MAX),
+    }
+    put_u64(&mut b, sim.history.len());
+    for row in &sim.history {
+        put_u64(&mut b, row.iteration);
+        put_f64s(&mut b, &row.relative);
+    }
+    b
+}
+
+/// Reads and verifies the checkpoint at `path` (format 2, or format 1 of earlier versions).
 pub fn load(path: &Path) -> Result<Checkpoint, CheckpointError> {
     let bytes = fs::read(path)?;
-    if bytes.len() < MAGIC.len() + 4 || &bytes[..MAGIC.len()] != MAGIC {
-        return Err(CheckpointError::Corrupt("unknown format"));
+    let version = match bytes.get(..MAGIC.len()) {
+        Some(m) if m == MAGIC => 2,
+        Some(m) if m == MAGIC_V1 => 1,
+        _ => return Err(CheckpointError::Corrupt("unknown format")),
+    };
+    if bytes.len() < MAGIC.len() + 4 {
+        return Err(CheckpointError::Corrupt("truncated"));
     }
     let (body, crc) = bytes.split_at(bytes.len() - 4);
     if crc32fast::hash(body).to_le_bytes() != crc {
@@ -111,6 +180,7 @@ pub fn load(path: &Path) -> Result<Checkpoint, CheckpointError> {
     let mut r = Reader(&body[MAGIC.len()..]);
     let case_toml = r.str()?;
     let precision = r.str()?;
+    let w = width(&precision).ok_or(CheckpointError::Corrupt("unknown precision"))?;
     let wall_seconds = r.f64()?;
     let iteration = r.u64()?;
     let initial = match r.u64()? {
@@ -118,38 +188,88 @@ pub fn load(path: &Path) -> Result<Checkpoint, CheckpointError> {
         n => Some(r.f64s(n)?),
     };
     let rows = r.u64()?;
-    let history = (0..rows)
-        .map(|_| {
-            let iteration = r.u64()?;
-            let n = r.u64()?;
-            Ok(HistoryRow {
-                iteration,
-                relative: r.f64s(n)?,
-            })
+    let history = r.many(rows, |r| {
+        let iteration = r.u64()?;
+        let n = r.u64()?;
+        Ok(HistoryRow {
+            iteration,
+            relative: r.f64s(n)?,
         })
-        .collect::<Result<_, CheckpointError>>()?;
-    let [dim, n0, n1, n2, count, len] = [(); 6].map(|_| r.u64());
-    let layout = Layout::new(dim?, [n0?, n1?, n2?]);
-    let (count, len) = (count?, len?);
-    if layout.len != len || !(2..=3).contains(&layout.dim) {
-        return Err(CheckpointError::Corrupt(
-            "grid layout differs from this version's",
-        ));
+    })?;
+    let [dim, n0, n1, n2, count] = [(); 5].map(|_| r.u64());
+    let (dim, count) = (dim?, count?);
+    if !(2..=3).contains(&dim) {
+        return Err(CheckpointError::Corrupt("bad grid"));
     }
-    let vars = (0..count).map(|_| r.f64s(len)).collect::<Result<_, _>>()?;
+    let mut n = [n0?, n1?, n2?];
+    // As in `Layout::n`: one node on the inactive axis of a 2D grid.
+    if dim == 2 {
+        n[2] = 1;
+    }
+    let nodes = match version {
+        1 => nodes_v1(&mut r, Layout::new(dim, n), count, w)?,
+        _ => {
+            let nodes = n[0]
+                .checked_mul(n[1])
+                .and_then(|x| x.checked_mul(n[2]))
+                .ok_or(CheckpointError::Corrupt("bad size"))?;
+            match w {
+                4 => Nodes::F32(r.many(count, |r| r.f32s(nodes))?),
+                _ => Nodes::F64(r.many(count, |r| r.f64s(nodes))?),
+            }
+        }
+    };
+    if !r.0.is_empty() {
+        return Err(CheckpointError::Corrupt("trailing bytes"));
+    }
     Ok(Checkpoint {
+        version,
         case_toml,
         precision,
         wall_seconds,
         iteration,
         initial,
         history,
-        state: Fields { layout, vars },
+        dim,
+        n,
+        nodes,
+    })
+}
+
+/// The node values of format 1's whole arrays (after the grid: the array length, then `count`
+/// arrays of f64), narrowed back to the stored precision (exact: they were widened from it).
+fn nodes_v1(
+    r: &mut Reader,
+    layout: Layout,
+    count: usize,
+    width: usize,
+) -> Result<Nodes, CheckpointError> {
+    if r.u64()? != layout.len {
+        return Err(CheckpointError::Corrupt(
+            "grid layout differs from this version's",
+        ));
+    }
+    let arrays = r.many(count, |r| r.f64s(layout.len))?;
+    let pick = |a: &Vec<f64>| {
+        let mut v = Vec::with_capacity(layout.nodes());
+        layout.for_each_node(|_, _, _, o| v.push(a[o]));
+        v
+    };
+    Ok(match width {
+        4 => Nodes::F32(
+            arrays
+                .iter()
+                .map(|a| pick(a).into_iter().map(|x| x as f32).collect())
+                .collect(),
+        ),
+        _ => Nodes::F64(arrays.iter().map(pick).collect()),
     })
 }
 
 impl Checkpoint {
-    /// The state in precision `R`, checked against the layout and variable count the run needs.
+    /// The state in precision `R` on `layout` (nodes from the checkpoint, ghosts and padding
+    /// zero: the backend's `upload` fills the ghosts), checked against the layout and variable
+    /// count the run needs.
     pub fn state<R: Real>(
         &self,
         layout: Layout,
@@ -162,17 +282,27 @@ impl Checkpoint {
                 R::NAME
             )));
         }
-        let l = self.state.layout;
-        if l != layout || self.state.vars.len() != vars {
+        if self.dim != layout.dim || self.n != layout.n {
             return Err(CheckpointError::Mismatch(format!(
                 "the checkpoint's grid is {:?} ({}D), the run's is {:?} ({}D)",
-                &l.n[..l.dim],
-                l.dim,
+                &self.n[..self.dim],
+                self.dim,
                 &layout.n[..layout.dim],
                 layout.dim
             )));
         }
-        Ok(self.state.cast())
+        if self.nodes.count() != vars {
+            return Err(CheckpointError::Mismatch(format!(
+                "the checkpoint holds {} variables, the run has {vars}",
+                self.nodes.count()
+            )));
+        }
+        let mut fields = Fields::zeros(layout, vars);
+        match &self.nodes {
+            Nodes::F64(v) => place(&mut fields, v),
+            Nodes::F32(v) => place(&mut fields, v),
+        }
+        Ok(fields)
     }
 
     /// The driver's record, continuing under `stop`.
@@ -183,6 +313,27 @@ impl Checkpoint {
             initial: self.initial.clone(),
             history: self.history.clone(),
         }
+    }
+}
+
+impl Nodes {
+    fn count(&self) -> usize {
+        match self {
+            Nodes::F64(v) => v.len(),
+            Nodes::F32(v) => v.len(),
+        }
+    }
+}
+
+/// Puts the node values `vars` (one per node of `fields`' layout) into `fields`; exact, the
+/// precisions being the same.
+fn place<R: Real, S: Real>(fields: &mut Fields<R>, vars: &[Vec<S>]) {
+    let layout = fields.layout;
+    for (dst, src) in fields.vars.iter_mut().zip(vars) {
+        let mut values = src.iter();
+        layout.for_each_node(|_, _, _, o| {
+            dst[o] = R::of(values.next().expect("one value per node").f64());
+        });
     }
 }
 
@@ -228,15 +379,37 @@ impl Reader<'_> {
         ))
     }
 
-    fn f64s(&mut self, n: usize) -> Result<Vec<f64>, CheckpointError> {
+    /// `n` values of `N` bytes each, decoded by `from`.
+    fn values<const N: usize, T>(
+        &mut self,
+        n: usize,
+        from: fn([u8; N]) -> T,
+    ) -> Result<Vec<T>, CheckpointError> {
         let bytes = self.take(
-            n.checked_mul(8)
+            n.checked_mul(N)
                 .ok_or(CheckpointError::Corrupt("bad size"))?,
         )?;
         Ok(bytes
-            .chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .chunks_exact(N)
+            .map(|c| from(c.try_into().expect("N bytes")))
             .collect())
+    }
+
+    fn f64s(&mut self, n: usize) -> Result<Vec<f64>, CheckpointError> {
+        self.values(n, f64::from_le_bytes)
+    }
+
+    fn f32s(&mut self, n: usize) -> Result<Vec<f32>, CheckpointError> {
+        self.values(n, f32::from_le_bytes)
+    }
+
+    /// `count` items, each read by `item`; stops at the first error.
+    fn many<T>(
+        &mut self,
+        count: usize,
+        mut item: impl FnMut(&mut Self) -> Result<T, CheckpointError>,
+    ) -> Result<Vec<T>, CheckpointError> {
+        (0..count).map(|_| item(self)).collect()
     }
 
     fn str(&mut self) -> Result<String, CheckpointError> {
@@ -248,15 +421,9 @@ impl Reader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
-    #[test]
-    fn round_trip_is_exact_and_damage_is_detected() {
-        let layout = Layout::new(2, [6, 5, 1]);
-        let mut state = Fields::<f32>::zeros(layout, 3);
-        state.vars[1]
-            .iter_mut()
-            .enumerate()
-            .for_each(|(i, x)| *x = 0.1 * i as f32);
+    fn simulation() -> Simulation {
         let mut sim = Simulation::new(StopCriteria {
             tolerance: 1e-6,
             max_iterations: 10,
@@ -268,21 +435,155 @@ mod tests {
             iteration: 3,
             relative: vec![0.1, 0.2, 1e-300],
         });
-        let dir = std::env::temp_dir().join(format!("ferroflow-ck-{}", std::process::id()));
+        sim
+    }
+
+    /// A fresh directory for one test's files.
+    fn temp_dir(test: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ferroflow-ck-{test}-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// A format 1 file of `state`, as earlier versions wrote it.
+    fn v1_bytes<R: Real>(sim: &Simulation, state: &Fields<R>) -> Vec<u8> {
+        let mut b = header(MAGIC_V1, "[grid]\n", R::NAME, sim, 1.5, 0);
+        let l = state.layout;
+        for x in [l.dim, l.n[0], l.n[1], l.n[2], state.vars.len(), l.len] {
+            put_u64(&mut b, x);
+        }
+        for x in state.vars.iter().flatten() {
+            put_f64(&mut b, x.f64());
+        }
+        let crc = crc32fast::hash(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Three variables of random finite values of any magnitude and sign (random bits, from
+    /// `from`), ghosts and padding included.
+    fn random<R: Real>(layout: Layout, seed: u64, from: fn(u64) -> R) -> Fields<R> {
+        let mut x = seed;
+        let mut state = Fields::zeros(layout, 3);
+        for v in state.vars.iter_mut().flatten() {
+            *v = loop {
+                // xorshift64
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if from(x).is_finite() {
+                    break from(x);
+                }
+            };
+        }
+        state
+    }
+
+    /// Whether `back` holds the node values of `state` bit for bit, and zero elsewhere.
+    fn same_nodes<R: Real>(back: &Fields<R>, state: &Fields<R>) -> bool {
+        let l = state.layout;
+        let mut node = vec![false; l.len];
+        l.for_each_node(|_, _, _, o| node[o] = true);
+        back.layout == l
+            && back.vars.len() == state.vars.len()
+            && back.vars.iter().zip(&state.vars).all(|(b, s)| {
+                (0..l.len).all(|o| match node[o] {
+                    true => b[o].f64().to_bits() == s[o].f64().to_bits(),
+                    false => b[o].f64().to_bits() == 0,
+                })
+            })
+    }
+
+    fn mismatch<R>(result: Result<Fields<R>, CheckpointError>) -> bool {
+        matches!(result, Err(CheckpointError::Mismatch(_)))
+    }
+
+    /// Saves `state` as format 2 and reads it back, also as format 1; checks both give its
+    /// node values exactly and returns the sizes of the two files.
+    fn round_trips<R: Real>(state: &Fields<R>, dir: &Path) -> (u64, usize) {
+        let (sim, path) = (simulation(), dir.join(FILE_NAME));
+        save(&path, "[grid]\n", &sim, 1.5, state).unwrap();
+        let ck = load(&path).unwrap();
+        assert_eq!((ck.version, ck.simulation(sim.stop)), (2, sim.clone()));
+        assert!(same_nodes(&ck.state::<R>(state.layout, 3).unwrap(), state));
+        let v2 = fs::metadata(&path).unwrap().len();
+
+        let v1 = v1_bytes(&sim, state);
+        fs::write(&path, &v1).unwrap();
+        let ck = load(&path).unwrap();
+        assert_eq!((ck.version, ck.simulation(sim.stop)), (1, sim));
+        assert!(same_nodes(&ck.state::<R>(state.layout, 3).unwrap(), state));
+        (v2, v1.len())
+    }
+
+    #[test]
+    fn v2_round_trip_of_random_node_values_is_exact_and_smaller_than_v1() {
+        let dir = temp_dir("random");
+        for (i, layout) in [Layout::new(2, [17, 13, 0]), Layout::new(3, [6, 7, 5])]
+            .into_iter()
+            .enumerate()
+        {
+            let seed = 0x9e37_79b9_7f4a_7c15 + i as u64;
+            let f64s = random(layout, seed, f64::from_bits);
+            let f32s = random(layout, seed, |x| f32::from_bits((x >> 32) as u32));
+            for (w, (v2, v1)) in [(8, round_trips(&f64s, &dir)), (4, round_trips(&f32s, &dir))] {
+                // Format 1 also stores the array length, and whole padded arrays in f64.
+                let saved = 8 + 3 * (8 * layout.len - w * layout.nodes());
+                assert_eq!(v1 as u64 - v2, saved as u64, "{layout:?}, {w} bytes");
+                assert!(v2 < v1 as u64);
+            }
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn round_trip_is_exact_and_damage_is_detected() {
+        let layout = Layout::new(2, [6, 5, 1]);
+        let mut state = Fields::<f32>::zeros(layout, 3);
+        state.vars[1]
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = 0.1 * i as f32);
+        let sim = simulation();
+        let dir = temp_dir("damage");
         let path = dir.join(FILE_NAME);
         save(&path, "[grid]\n", &sim, 1.5, &state).unwrap();
         let ck = load(&path).unwrap();
         assert_eq!(ck.simulation(sim.stop), sim);
-        assert_eq!(ck.state::<f32>(layout, 3).unwrap(), state);
+        assert!(same_nodes(&ck.state::<f32>(layout, 3).unwrap(), &state));
         assert_eq!((ck.case_toml.as_str(), ck.wall_seconds), ("[grid]\n", 1.5));
-        assert!(ck.state::<f64>(layout, 3).is_err());
-        assert!(ck.state::<f32>(Layout::new(2, [7, 5, 1]), 3).is_err());
+        assert!(mismatch(ck.state::<f64>(layout, 3)));
+        assert!(mismatch(ck.state::<f32>(Layout::new(2, [7, 5, 1]), 3)));
+        assert!(mismatch(ck.state::<f32>(Layout::new(3, [6, 5, 5]), 3)));
+        assert!(mismatch(ck.state::<f32>(layout, 4)));
 
-        let mut bytes = fs::read(&path).unwrap();
-        bytes[40] ^= 1;
-        fs::write(&path, &bytes).unwrap();
-        assert!(matches!(load(&path), Err(CheckpointError::Corrupt(_))));
+        let bytes = fs::read(&path).unwrap();
+        let corrupt = |edit: &dyn Fn(&mut Vec<u8>)| {
+            let mut b = bytes.clone();
+            edit(&mut b);
+            fs::write(&path, &b).unwrap();
+            matches!(load(&path), Err(CheckpointError::Corrupt(_)))
+        };
+        assert!(corrupt(&|b| b[40] ^= 1));
+        assert!(corrupt(&|b| b.truncate(b.len() - 9)));
+        assert!(corrupt(&|b| b[7] = b'9'));
+        assert!(corrupt(&|b| b.truncate(3)));
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_format_1_file_of_an_earlier_version_is_read() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../test_data/checkpoint-v1")
+            .join(FILE_NAME);
+        let ck = load(&path).unwrap();
+        assert_eq!((ck.version, ck.iteration), (1, 301));
+        assert_eq!(ck.history.last().map(|r| r.iteration), Some(301));
+        let layout = Layout::new(2, [17, 17, 0]);
+        let state = ck.state::<f64>(layout, 3).unwrap();
+        // The lid: u = 1 along the top wall, corners included.
+        assert!((0..17).all(|i| state.at(1, i, 16, 0) == 1.0));
+        assert_eq!(state.first_non_finite(), None);
+        assert!(ck.state::<f32>(layout, 3).is_err());
     }
 }

@@ -458,6 +458,57 @@ fn sigint_stops_with_a_checkpoint_results_and_exit_130() {
 }
 
 #[test]
+fn restart_from_an_earlier_versions_checkpoint_ends_bitwise_as_an_uninterrupted_run() {
+    let tmp = TempDir::new().unwrap();
+    // Format 1, written by an earlier version after 301 iterations of the run below (see
+    // test_data/checkpoint-v1/README.md).
+    let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/checkpoint-v1");
+    fs::create_dir(tmp.path().join("old")).unwrap();
+    fs::copy(
+        old.join("checkpoint.ffcp"),
+        tmp.path().join("old/checkpoint.ffcp"),
+    )
+    .unwrap();
+    let iterations = "numerics.max_iterations=600";
+    ferroflow(tmp.path())
+        .args(["run", "-q", "--restart", "old", "--set", iterations])
+        .assert()
+        .success();
+    ferroflow(tmp.path())
+        .args([
+            "run",
+            "-q",
+            "--set",
+            "grid.nodes=[17,17]",
+            "--set",
+            iterations,
+        ])
+        .args(["--out", "whole"])
+        .assert()
+        .success();
+
+    let (a, b) = (tmp.path().join("whole"), tmp.path().join("old"));
+    for file in [
+        "fields.vti",
+        "residuals.csv",
+        "centerline_u.csv",
+        "centerline_v.csv",
+    ] {
+        let (x, y) = (fs::read(a.join(file)), fs::read(b.join(file)));
+        assert!(x.unwrap() == y.unwrap(), "{file} differs after the restart");
+    }
+    assert_eq!(summary(&a)["iterations"], 600);
+    assert_eq!(summary(&b)["iterations"], 600);
+    let log = fs::read_to_string(b.join("run.log")).unwrap();
+    assert!(log.contains("restart: from iteration 301"), "{log}");
+    // The checkpoint written since is in the current format.
+    assert_eq!(
+        &fs::read(b.join("checkpoint.ffcp")).unwrap()[..8],
+        b"FFLOWCK2"
+    );
+}
+
+#[test]
 fn divergence_exits_3_naming_iteration_and_variable_without_fields() {
     let tmp = TempDir::new().unwrap();
     let (code, err) = stderr_of(ferroflow(tmp.path()).args([
