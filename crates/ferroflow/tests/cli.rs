@@ -793,3 +793,26 @@ fn check_validates_and_sizes_a_case_without_running_or_writing() {
     assert!(err.contains("physics.reynolds"), "{err}");
     assert!(!tmp.path().join("ferroflow-out").exists());
 }
+
+#[test]
+fn case_files_of_an_earlier_version_still_run() {
+    let tmp = TempDir::new().unwrap();
+    let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test_data/cases-v1");
+    for (file, nodes) in [
+        ("cavity2d-re100.toml", "[17,17]"),
+        ("bdc3d.toml", "[9,9,9]"),
+    ] {
+        let case = old.join(file);
+        let out = tmp.path().join(file);
+        ferroflow(tmp.path())
+            .arg("run")
+            .arg(&case)
+            .arg("--out")
+            .arg(&out)
+            .args(["--set", &format!("grid.nodes={nodes}")])
+            .args(["--set", "numerics.max_iterations=100"])
+            .assert()
+            .success();
+        assert_eq!(summary(&out)["iterations"], 100, "{file}");
+    }
+}
