@@ -13,7 +13,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 mod common;
-use common::{summary, wait_exit, wait_for};
+use common::{assert_same_files, summary, wait_exit, wait_for};
 
 fn ferroflow(dir: &Path) -> Command {
     let mut cmd = cargo_bin_cmd!("ferroflow");
@@ -382,27 +382,18 @@ fn restart_after_sigkill_ends_bitwise_as_an_uninterrupted_run() {
         .success();
 
     let (a, b) = (tmp.path().join("whole"), tmp.path().join("killed"));
-    for file in [
+    let files = [
         "fields.vti",
         "residuals.csv",
         "centerline_u.csv",
         "fields.pvd",
-    ] {
-        let (x, y) = (
-            fs::read(a.join(file)).unwrap(),
-            fs::read(b.join(file)).unwrap(),
-        );
-        assert!(x == y, "{file} differs after the restart");
-    }
-    for entry in fs::read_dir(&a).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        if name.starts_with("fields_") {
-            assert_eq!(
-                fs::read(a.join(&name)).unwrap(),
-                fs::read(b.join(&name)).unwrap()
-            );
-        }
-    }
+    ];
+    assert_same_files(&a, &b, files);
+    let snapshots = fs::read_dir(&a)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.starts_with("fields_"));
+    assert_same_files(&a, &b, snapshots);
     assert_eq!(summary(&a)["iterations"], summary(&b)["iterations"]);
     let log = fs::read_to_string(b.join("run.log")).unwrap();
     assert!(log.contains("restart: from iteration"));
@@ -488,15 +479,13 @@ fn restart_from_an_earlier_versions_checkpoint_ends_bitwise_as_an_uninterrupted_
         .success();
 
     let (a, b) = (tmp.path().join("whole"), tmp.path().join("old"));
-    for file in [
+    let files = [
         "fields.vti",
         "residuals.csv",
         "centerline_u.csv",
         "centerline_v.csv",
-    ] {
-        let (x, y) = (fs::read(a.join(file)), fs::read(b.join(file)));
-        assert!(x.unwrap() == y.unwrap(), "{file} differs after the restart");
-    }
+    ];
+    assert_same_files(&a, &b, files);
     assert_eq!(summary(&a)["iterations"], 600);
     assert_eq!(summary(&b)["iterations"], 600);
     let log = fs::read_to_string(b.join("run.log")).unwrap();

@@ -22,7 +22,7 @@ fn mpi_tests_are_built() {
 
 #[cfg(feature = "mpi")]
 mod under_mpirun {
-    use super::common::{summary, wait_exit, wait_for};
+    use super::common::{assert_same_files, summary, wait_exit, wait_for};
     use super::required;
     use assert_cmd::cargo::cargo_bin_cmd;
     use std::fs;
@@ -112,13 +112,8 @@ mod under_mpirun {
             let log = fs::read_to_string(dir.join("run.log")).unwrap();
             assert!(log.contains(&format!("backend: {line}")), "{log}");
             assert_eq!(summary(&dir)["iterations"], 1000);
-            for file in ["fields.vti", "fields_00000401.vti", "centerline_v.csv"] {
-                let (a, b) = (
-                    fs::read(tmp.path().join(&one).join(file)),
-                    fs::read(dir.join(file)),
-                );
-                assert!(a.unwrap() == b.unwrap(), "{np} processes: {file} differs");
-            }
+            let files = ["fields.vti", "fields_00000401.vti", "centerline_v.csv"];
+            assert_same_files(&tmp.path().join(&one), &dir, files);
         }
     }
 

@@ -11,6 +11,23 @@ pub fn summary(dir: &Path) -> Value {
     serde_json::from_str(&fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
 }
 
+/// Asserts that each of `files` has the same bytes in directories `a` and `b`.
+pub fn assert_same_files<S: AsRef<str>>(a: &Path, b: &Path, files: impl IntoIterator<Item = S>) {
+    for file in files {
+        let file = file.as_ref();
+        let (x, y) = (
+            fs::read(a.join(file)).unwrap(),
+            fs::read(b.join(file)).unwrap(),
+        );
+        assert!(
+            x == y,
+            "{file} differs between {} and {}",
+            a.display(),
+            b.display()
+        );
+    }
+}
+
 /// Waits until `path` exists; panics after `limit`.
 pub fn wait_for(path: &Path, limit: Duration) {
     let start = Instant::now();
