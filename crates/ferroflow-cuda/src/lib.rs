@@ -63,5 +63,5 @@ pub use bandwidth::copy_bandwidth;
 pub use device::probe;
 pub use launch::LaunchShape;
 pub use multi::{MultiGpu, MultiGpuOptions};
-pub use peer::{link_bandwidth, Exchange};
+pub use peer::{link_bandwidth, HaloRoute};
 pub use tune::{candidates, TuneMode, TuneReport, TuneRow, TuneSource, DEFAULT_SHAPE};

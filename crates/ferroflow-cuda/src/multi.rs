@@ -18,9 +18,9 @@
 //! module decides what is copied when.
 use crate::backend::{CudaBackend, CudaOptions};
 use crate::device::{address, Check, Device};
-use crate::launch::Region;
+use crate::launch::NodeBox;
 use crate::peer::{
-    copy_between, copy_boxes, copy_raw, enable_peer_access, host_ptr, pinned, BoxCopy, Exchange,
+    copy_between, copy_boxes, copy_raw, enable_peer_access, host_ptr, pinned, BoxCopy, HaloRoute,
 };
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
@@ -37,7 +37,7 @@ pub struct MultiGpuOptions {
     /// Device ordinals; block `b` runs on `devices[b % devices.len()]`.
     pub devices: Vec<usize>,
     /// How halos travel.
-    pub exchange: Exchange,
+    pub exchange: HaloRoute,
     /// Pack faces into contiguous buffers with a kernel (else copy strided boxes).
     pub packing: bool,
     /// Compute interior nodes while halos travel.
@@ -60,8 +60,8 @@ struct Block<R: Real> {
     /// Packs faces and pulls halos.
     comm: Arc<CudaStream>,
     /// Boxes next to the interfaces (computed first with overlap) and the rest.
-    strips: Vec<Region>,
-    inner: Region,
+    strips: Vec<NodeBox>,
+    inner: NodeBox,
     strips_done: CudaEvent,
     packed: CudaEvent,
     unpacked: CudaEvent,
@@ -150,8 +150,8 @@ impl<R: Real> MultiGpu<R> {
                         .check("allocating a halo buffer")
                 };
                 let host = match options.exchange {
-                    Exchange::Peer => Vec::new(),
-                    Exchange::Host => (0..2)
+                    HaloRoute::Peer => Vec::new(),
+                    HaloRoute::Host => (0..2)
                         .map(|_| pinned(&blocks[to].backend.device, bytes))
                         .collect::<Result<_, _>>()?,
                 };
@@ -338,8 +338,8 @@ impl<R: Real> MultiGpu<R> {
 /// The strips inside each interface, as wide as the widest halo, of a block (the nodes its faces send), and
 /// the box of the other interior nodes. Strips may share edges; nodes there are computed
 /// twice, to the same values.
-fn split(layout: &Layout, e: &BlockExtent) -> (Vec<Region>, Region) {
-    let mut inner = Region::interior(layout);
+fn split(layout: &Layout, e: &BlockExtent) -> (Vec<NodeBox>, NodeBox) {
+    let mut inner = NodeBox::interior(layout);
     let mut strips = Vec::new();
     let width = halo_width(0) as i64;
     for side in Side::ALL {
@@ -347,7 +347,7 @@ fn split(layout: &Layout, e: &BlockExtent) -> (Vec<Region>, Region) {
             continue;
         }
         let a = side.axis();
-        let mut s = Region::interior(layout);
+        let mut s = NodeBox::interior(layout);
         if side.is_high() {
             s.lo[a] = s.hi[a] - width;
             inner.hi[a] = inner.hi[a].min(s.lo[a]);

@@ -12,7 +12,7 @@ use ferroflow_core::{BackendError, Layout, Real};
 
 /// How halos travel between blocks on different devices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exchange {
+pub enum HaloRoute {
     /// Device to device (peer-to-peer when the devices allow it).
     Peer,
     /// Device to pinned host memory, then host to device.
@@ -290,7 +290,7 @@ fn box_copy(src: &End, dst: &End, count: [usize; 3], size: usize) -> sys::CUDA_M
 pub fn link_bandwidth(
     a: usize,
     b: usize,
-    exchange: Exchange,
+    route: HaloRoute,
     bytes: usize,
     repeats: usize,
 ) -> Result<f64, BackendError> {
@@ -307,9 +307,9 @@ pub fn link_bandwidth(
     enable_peer_pair(&da, &db)?;
     enable_peer_pair(&db, &da)?;
     let copy = || -> Result<(), BackendError> {
-        match exchange {
-            Exchange::Peer => copy_between(&db.stream, &db, d, &da, s, bytes),
-            Exchange::Host => {
+        match route {
+            HaloRoute::Peer => copy_between(&db.stream, &db, d, &da, s, bytes),
+            HaloRoute::Host => {
                 copy_raw(&da.stream, h, s, bytes)?;
                 da.stream.synchronize().check("copying")?;
                 copy_raw(&db.stream, d, h, bytes)
