@@ -3,10 +3,10 @@
 //! computed and copied back only for the last iteration of each `advance` call. Iterations
 //! before it are replayed from CUDA graphs, which removes most of the launch overhead that
 //! dominates on small grids.
-use crate::compile::{Build, Precision, Program, Variant};
+use crate::compile::{Build, Program, Scalar, Variant};
 use crate::device::{address, Check, Device, GIB};
 use crate::launch::{
-    BoundaryKernel, Coeffs, Grid, HaloKernel, ReduceKernel, Region, StepArgs, StepKernel,
+    BoundaryKernel, Coeffs, GridArgs, HaloKernel, NodeBox, ReduceKernel, StepArgs, StepKernel,
 };
 use crate::state::{bytes, bytes_mut, Norms, State};
 use crate::tune::{self, TuneMode, TuneReport, Tuner};
@@ -87,7 +87,7 @@ impl<R: Real> CudaBackend<R> {
         problem: &Problem<R>,
         options: &CudaOptions,
     ) -> Result<CudaBackend<R>, BackendError> {
-        let precision = Precision::of::<R>().ok_or_else(|| BackendError::NotSuitable {
+        let precision = Scalar::of::<R>().ok_or_else(|| BackendError::NotSuitable {
             backend: "cuda",
             what: format!("real type {}", R::NAME),
         })?;
@@ -116,7 +116,7 @@ impl<R: Real> CudaBackend<R> {
         let mut state = State::new(&stream, problem)?;
         let mut args = StepArgs {
             coeffs: Coeffs::new(problem),
-            grid: Grid::new(problem),
+            grid: GridArgs::new(problem),
             src: state.source(),
             partials: 0,
             x_walls: boundary.x_walls(),
@@ -184,7 +184,7 @@ impl<R: Real> CudaBackend<R> {
     /// returns the x walls it filled (`StepKernel::launch`).
     pub(crate) fn queue_step(
         &self,
-        region: Option<&Region>,
+        region: Option<&NodeBox>,
         shift: CUdeviceptr,
         norms: bool,
     ) -> Result<i32, BackendError> {
@@ -229,7 +229,7 @@ impl<R: Real> CudaBackend<R> {
                 vars.v[var],
                 buf,
                 &self.args.grid,
-                &Region::of(&region),
+                &NodeBox::of(&region),
                 unpack,
             )?;
             at += len;

@@ -1,6 +1,6 @@
 //! The memory-bandwidth reference of the roofline: a device-to-device copy with the
 //! grid-stride kernel of kernels/copy.cu.
-use crate::compile::{Build, Precision, Program};
+use crate::compile::{Build, Program, Scalar};
 use crate::device::{median, Check, Device, Timer};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use ferroflow_core::BackendError;
@@ -22,7 +22,7 @@ pub fn copy_bandwidth(ordinal: usize, bytes: usize, repeats: usize) -> Result<f6
     device.ensure_free(total, "two copy buffers")?;
     let build = Build {
         program: Program::Copy,
-        precision: Precision::F64,
+        precision: Scalar::F64,
         fmad: false,
     };
     let function = device.load(device.compile(&build)?, "copy_real")?;

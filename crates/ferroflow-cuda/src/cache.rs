@@ -130,7 +130,7 @@ fn store(path: &Path, cubin: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compile::{Precision, Program, Variant};
+    use crate::compile::{Program, Scalar, Variant};
     use crate::tune::DEFAULT_SHAPE;
     use crate::LaunchShape;
 
@@ -141,7 +141,7 @@ mod tests {
                 shape,
                 variant,
             },
-            precision: Precision::F64,
+            precision: Scalar::F64,
             fmad: false,
         }
     }
@@ -172,7 +172,7 @@ mod tests {
         let d = digest("13.0", &base, "sm_90");
         assert_eq!(d, digest("13.0", &base, "sm_90"));
         let f32 = Build {
-            precision: Precision::F32,
+            precision: Scalar::F32,
             ..base
         };
         let fmad = Build { fmad: true, ..base };
@@ -259,7 +259,7 @@ mod tests {
         }
         let build = Build {
             program: Program::Copy,
-            precision: Precision::F32,
+            precision: Scalar::F32,
             fmad: false,
         };
         let dir = scratch("compile");

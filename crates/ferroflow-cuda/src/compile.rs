@@ -29,24 +29,24 @@ const HEADERS: [(&str, &str); 2] = [
 
 /// Floating-point type of a build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Precision {
+pub enum Scalar {
     /// `float`.
     F32,
     /// `double`.
     F64,
 }
 
-impl Precision {
+impl Scalar {
     /// Both precisions.
-    pub const ALL: [Precision; 2] = [Precision::F32, Precision::F64];
+    pub const ALL: [Scalar; 2] = [Scalar::F32, Scalar::F64];
 
     /// The precision of `R`, if the kernels have one for it.
-    pub fn of<R: Real>() -> Option<Precision> {
+    pub fn of<R: Real>() -> Option<Scalar> {
         let t = TypeId::of::<R>();
         if t == TypeId::of::<f64>() {
-            Some(Precision::F64)
+            Some(Scalar::F64)
         } else if t == TypeId::of::<f32>() {
-            Some(Precision::F32)
+            Some(Scalar::F32)
         } else {
             None
         }
@@ -55,16 +55,16 @@ impl Precision {
     /// The C type (`-DREAL=...`).
     pub fn c_type(self) -> &'static str {
         match self {
-            Precision::F32 => "float",
-            Precision::F64 => "double",
+            Scalar::F32 => "float",
+            Scalar::F64 => "double",
         }
     }
 
     /// Size in bytes.
     pub fn bytes(self) -> usize {
         match self {
-            Precision::F32 => 4,
-            Precision::F64 => 8,
+            Scalar::F32 => 4,
+            Scalar::F64 => 8,
         }
     }
 }
@@ -182,7 +182,7 @@ pub struct Build {
     /// The program and its specialisation.
     pub program: Program,
     /// Real type.
-    pub precision: Precision,
+    pub precision: Scalar,
     /// `--fmad`: fused multiply-adds round differently from the CPU's separate operations.
     pub fmad: bool,
 }
@@ -195,13 +195,13 @@ impl Build {
             format!("--fmad={}", self.fmad),
             // The CPU backend flushes subnormals to zero; the GPU can in f32 only (f64 keeps
             // them, which changes nothing above 1e-300).
-            format!("--ftz={}", self.precision == Precision::F32),
+            format!("--ftz={}", self.precision == Scalar::F32),
             // f32 runs trade correctly rounded division and square root (a dozen instructions
             // each, which made the f32 kernel instruction-bound) for the hardware
             // approximations (within 2 ulp). They set the local time step and the spectral
             // radius, not the discrete equations' form; f64 stays IEEE, bitwise as the CPU.
-            format!("--prec-div={}", self.precision == Precision::F64),
-            format!("--prec-sqrt={}", self.precision == Precision::F64),
+            format!("--prec-div={}", self.precision == Scalar::F64),
+            format!("--prec-sqrt={}", self.precision == Scalar::F64),
             format!("-DREAL={}", self.precision.c_type()),
             format!("-DGHOST={GHOST}"),
         ];
@@ -264,7 +264,7 @@ pub fn every_build(fmad: bool) -> Vec<Build> {
     }
     programs.extend([Program::Boundary, Program::Reduce, Program::Copy]);
     let mut builds = Vec::new();
-    for precision in Precision::ALL {
+    for precision in Scalar::ALL {
         for &program in &programs {
             builds.push(Build {
                 program,
@@ -385,7 +385,7 @@ pub(crate) fn in_parallel(
 /// Digest of what a tuned `ac_step` build depends on besides its shape (the expanded source
 /// and the options fixed for a run), for the tuning cache key. FNV-1a: stable across Rust
 /// versions, unlike `DefaultHasher`.
-pub(crate) fn source_digest(precision: Precision, dim: usize, variant: Variant, fmad: bool) -> u64 {
+pub(crate) fn source_digest(precision: Scalar, dim: usize, variant: Variant, fmad: bool) -> u64 {
     let build = Build {
         program: Program::AcStep {
             dim,
@@ -451,7 +451,7 @@ mod tests {
                 shape,
                 variant: Variant::new(true, false),
             },
-            precision: Precision::F64,
+            precision: Scalar::F64,
             fmad: false,
         };
         let opts = step.options("sm_90");
@@ -484,20 +484,20 @@ mod tests {
     #[test]
     fn digest_follows_options_and_precision() {
         let plain = Variant::new(false, false);
-        let d = source_digest(Precision::F64, 2, plain, false);
-        assert_eq!(d, source_digest(Precision::F64, 2, plain, false));
-        assert_ne!(d, source_digest(Precision::F32, 2, plain, false));
-        assert_ne!(d, source_digest(Precision::F64, 2, plain, true));
-        assert_ne!(d, source_digest(Precision::F64, 3, plain, false));
+        let d = source_digest(Scalar::F64, 2, plain, false);
+        assert_eq!(d, source_digest(Scalar::F64, 2, plain, false));
+        assert_ne!(d, source_digest(Scalar::F32, 2, plain, false));
+        assert_ne!(d, source_digest(Scalar::F64, 2, plain, true));
+        assert_ne!(d, source_digest(Scalar::F64, 3, plain, false));
         assert_ne!(
             d,
-            source_digest(Precision::F64, 2, Variant::new(true, false), false)
+            source_digest(Scalar::F64, 2, Variant::new(true, false), false)
         );
     }
 
     #[test]
     fn precision_follows_the_type() {
-        assert_eq!(Precision::of::<f64>(), Some(Precision::F64));
-        assert_eq!(Precision::of::<f32>(), Some(Precision::F32));
+        assert_eq!(Scalar::of::<f64>(), Some(Scalar::F64));
+        assert_eq!(Scalar::of::<f32>(), Some(Scalar::F32));
     }
 }

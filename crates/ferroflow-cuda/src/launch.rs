@@ -68,13 +68,13 @@ impl LaunchShape {
 
     /// Blocks per axis covering the interior nodes of `layout`.
     pub(crate) fn grid(&self, layout: &Layout) -> Result<(u32, u32, u32), BackendError> {
-        self.grid_for(&Region::interior(layout), layout)
+        self.grid_for(&NodeBox::interior(layout), layout)
     }
 
     /// Blocks per axis covering the box `region` of `layout`.
     pub(crate) fn grid_for(
         &self,
-        region: &Region,
+        region: &NodeBox,
         layout: &Layout,
     ) -> Result<(u32, u32, u32), BackendError> {
         let mut per_block = self.block;
@@ -100,23 +100,23 @@ impl LaunchShape {
 /// A box of nodes `[lo, hi)` per axis (`Region` in ac_step.cu).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Region {
+pub(crate) struct NodeBox {
     pub lo: [i64; 3],
     pub hi: [i64; 3],
 }
 
-impl Region {
+impl NodeBox {
     /// The core's box of nodes (a face's halo or send layers).
-    pub fn of(r: &ferroflow_core::decomposition::Region) -> Region {
-        Region {
+    pub fn of(r: &ferroflow_core::decomposition::Region) -> NodeBox {
+        NodeBox {
             lo: r.map(|(lo, _)| lo as i64),
             hi: r.map(|(_, hi)| hi as i64),
         }
     }
 
     /// Every interior node of `layout` (an inactive axis spans its single node).
-    pub fn interior(layout: &Layout) -> Region {
-        let mut r = Region {
+    pub fn interior(layout: &Layout) -> NodeBox {
+        let mut r = NodeBox {
             lo: [0; 3],
             hi: [1; 3],
         };
@@ -134,7 +134,7 @@ impl Region {
 }
 
 // SAFETY: a C struct of integers.
-unsafe impl DeviceRepr for Region {}
+unsafe impl DeviceRepr for NodeBox {}
 
 impl fmt::Display for LaunchShape {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -166,22 +166,22 @@ impl<R: Real> Coeffs<R> {
 }
 
 // SAFETY: a `#[repr(C)]` struct of `R`, and backends exist only for R = f32 or f64
-// (`Precision::of`).
+// (`Scalar::of`).
 unsafe impl<R: Real> DeviceRepr for Coeffs<R> {}
 
 /// A block's layout as the kernels see it (`Grid` in prelude.cuh).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Grid {
+pub(crate) struct GridArgs {
     n: [i64; 3],
     stride: [i64; 3],
     origin: i64,
 }
 
-impl Grid {
-    pub fn new<R: Real>(problem: &Problem<R>) -> Grid {
+impl GridArgs {
+    pub fn new<R: Real>(problem: &Problem<R>) -> GridArgs {
         let l = problem.layout;
-        Grid {
+        GridArgs {
             n: l.n.map(|x| x as i64),
             stride: l.stride.map(|x| x as i64),
             origin: l.index(0, 0, 0) as i64,
@@ -190,7 +190,7 @@ impl Grid {
 }
 
 // SAFETY: a C struct of integers.
-unsafe impl DeviceRepr for Grid {}
+unsafe impl DeviceRepr for GridArgs {}
 
 /// Most variables of a state (p, u, v, w, T).
 pub(crate) const MAX_VARS: usize = 5;
@@ -208,7 +208,7 @@ unsafe impl DeviceRepr for Vars {}
 /// The arguments of `ac_step` that stay the same for a whole run.
 pub(crate) struct StepArgs<R> {
     pub coeffs: Coeffs<R>,
-    pub grid: Grid,
+    pub grid: GridArgs,
     pub src: Vars,
     /// Per-block residual sums, `equations × blocks` f64 (0 while tuning: norms are off).
     pub partials: CUdeviceptr,
@@ -262,11 +262,11 @@ impl StepKernel {
         args: &StepArgs<R>,
         cur: &Vars,
         next: &Vars,
-        region: Option<&Region>,
+        region: Option<&NodeBox>,
         shift: CUdeviceptr,
         norms: bool,
     ) -> Result<i32, BackendError> {
-        let interior = Region::interior(&self.layout);
+        let interior = NodeBox::interior(&self.layout);
         let (region, grid_dim, x_walls) = match region {
             Some(r) => (*r, self.shape.grid_for(r, &self.layout)?, 0),
             None => (interior, self.grid, fusable(args.x_walls, self.x_walls)),
@@ -401,7 +401,7 @@ impl BoundaryKernel {
         &self,
         stream: &CudaStream,
         vars: &Vars,
-        grid: &Grid,
+        grid: &GridArgs,
         done: i32,
     ) -> Result<(), BackendError> {
         let t: CUdeviceptr = self.temperature.map_or(0, |t| vars.v[t]);
@@ -454,8 +454,8 @@ impl HaloKernel {
         stream: &CudaStream,
         array: CUdeviceptr,
         buf: CUdeviceptr,
-        grid: &Grid,
-        region: &Region,
+        grid: &GridArgs,
+        region: &NodeBox,
         unpack: bool,
     ) -> Result<(), BackendError> {
         let count = [0, 1, 2].map(|d| region.hi[d] - region.lo[d]);
@@ -538,8 +538,8 @@ mod tests {
 
     #[test]
     fn argument_structs_have_the_c_layout() {
-        assert_eq!(std::mem::size_of::<Grid>(), 7 * 8);
-        assert_eq!(std::mem::size_of::<Region>(), 6 * 8);
+        assert_eq!(std::mem::size_of::<GridArgs>(), 7 * 8);
+        assert_eq!(std::mem::size_of::<NodeBox>(), 6 * 8);
         assert_eq!(std::mem::size_of::<Vars>(), 5 * 8);
         assert_eq!(std::mem::size_of::<Coeffs<f32>>(), 22 * 4);
         assert_eq!(std::mem::size_of::<Coeffs<f64>>(), 22 * 8);

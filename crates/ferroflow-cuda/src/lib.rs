@@ -54,6 +54,7 @@ pub mod compile;
 mod device;
 mod launch;
 mod multi;
+mod peer;
 mod state;
 mod tune;
 
@@ -61,5 +62,6 @@ pub use backend::{CudaBackend, CudaOptions};
 pub use bandwidth::copy_bandwidth;
 pub use device::probe;
 pub use launch::LaunchShape;
-pub use multi::{link_bandwidth, Exchange, MultiGpu, MultiGpuOptions};
+pub use multi::{MultiGpu, MultiGpuOptions};
+pub use peer::{link_bandwidth, HaloRoute};
 pub use tune::{candidates, TuneMode, TuneReport, TuneRow, TuneSource, DEFAULT_SHAPE};

@@ -13,26 +13,23 @@
 //! Events order all of it: a block's next step waits for its halos; a face is packed into
 //! one of two buffers by iteration parity, so the next iteration's packing never overwrites
 //! a face still being pulled (a block two iterations ahead would need halos not yet sent).
+//!
+//! The copies themselves, and the peer access they rely on, come from [`crate::peer`]; this
+//! module decides what is copied when.
 use crate::backend::{CudaBackend, CudaOptions};
 use crate::device::{address, Check, Device};
-use crate::launch::{Region, Vars};
-use cudarc::driver::sys::{self, CUdeviceptr, CUmemorytype};
+use crate::launch::NodeBox;
+use crate::peer::{
+    copy_between, copy_boxes, copy_raw, enable_peer_access, host_ptr, pinned, BoxCopy, HaloRoute,
+};
+use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
 use ferroflow_ac::blocks::block_problem;
 use ferroflow_ac::iteration::finish;
 use ferroflow_ac::Problem;
-use ferroflow_core::decomposition::{halo_width, region_len, BlockExtent, Decomposition, Face};
+use ferroflow_core::decomposition::{halo_width, BlockExtent, Decomposition, Face};
 use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals, Side};
 use std::sync::Arc;
-
-/// How halos travel between blocks on different devices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exchange {
-    /// Device to device (peer-to-peer when the devices allow it).
-    Peer,
-    /// Device to pinned host memory, then host to device.
-    Host,
-}
 
 /// Options of [`MultiGpu::new`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +37,7 @@ pub struct MultiGpuOptions {
     /// Device ordinals; block `b` runs on `devices[b % devices.len()]`.
     pub devices: Vec<usize>,
     /// How halos travel.
-    pub exchange: Exchange,
+    pub exchange: HaloRoute,
     /// Pack faces into contiguous buffers with a kernel (else copy strided boxes).
     pub packing: bool,
     /// Compute interior nodes while halos travel.
@@ -63,8 +60,8 @@ struct Block<R: Real> {
     /// Packs faces and pulls halos.
     comm: Arc<CudaStream>,
     /// Boxes next to the interfaces (computed first with overlap) and the rest.
-    strips: Vec<Region>,
-    inner: Region,
+    strips: Vec<NodeBox>,
+    inner: NodeBox,
     strips_done: CudaEvent,
     packed: CudaEvent,
     unpacked: CudaEvent,
@@ -135,7 +132,8 @@ impl<R: Real> MultiGpu<R> {
                 backend,
             });
         }
-        let peer_access = enable_peer_access(&blocks)?;
+        let devices: Vec<&Device> = blocks.iter().map(|b| &b.backend.device).collect();
+        let peer_access = enable_peer_access(&devices)?;
         let mut links = Vec::new();
         for to in 0..blocks.len() {
             for side in Side::ALL {
@@ -152,13 +150,9 @@ impl<R: Real> MultiGpu<R> {
                         .check("allocating a halo buffer")
                 };
                 let host = match options.exchange {
-                    Exchange::Peer => Vec::new(),
-                    Exchange::Host => (0..2)
-                        .map(|_| {
-                            // SAFETY: the staging buffers are written by copies before read.
-                            unsafe { blocks[to].backend.device.ctx.alloc_pinned::<u8>(bytes) }
-                                .check("allocating pinned host memory")
-                        })
+                    HaloRoute::Peer => Vec::new(),
+                    HaloRoute::Host => (0..2)
+                        .map(|_| pinned(&blocks[to].backend.device, bytes))
                         .collect::<Result<_, _>>()?,
                 };
                 links.push(Link {
@@ -344,8 +338,8 @@ impl<R: Real> MultiGpu<R> {
 /// The strips inside each interface, as wide as the widest halo, of a block (the nodes its faces send), and
 /// the box of the other interior nodes. Strips may share edges; nodes there are computed
 /// twice, to the same values.
-fn split(layout: &Layout, e: &BlockExtent) -> (Vec<Region>, Region) {
-    let mut inner = Region::interior(layout);
+fn split(layout: &Layout, e: &BlockExtent) -> (Vec<NodeBox>, NodeBox) {
+    let mut inner = NodeBox::interior(layout);
     let mut strips = Vec::new();
     let width = halo_width(0) as i64;
     for side in Side::ALL {
@@ -353,7 +347,7 @@ fn split(layout: &Layout, e: &BlockExtent) -> (Vec<Region>, Region) {
             continue;
         }
         let a = side.axis();
-        let mut s = Region::interior(layout);
+        let mut s = NodeBox::interior(layout);
         if side.is_high() {
             s.lo[a] = s.hi[a] - width;
             inner.hi[a] = inner.hi[a].min(s.lo[a]);
@@ -364,263 +358,6 @@ fn split(layout: &Layout, e: &BlockExtent) -> (Vec<Region>, Region) {
         strips.push(s);
     }
     (strips, inner)
-}
-
-/// Enables peer access between every pair of distinct devices in use; false if some pair
-/// cannot (the driver then stages device-to-device copies itself).
-fn enable_peer_access<R: Real>(blocks: &[Block<R>]) -> Result<bool, BackendError> {
-    let mut all = true;
-    for a in blocks {
-        for b in blocks {
-            all &= enable_peer_pair(&a.backend.device, &b.backend.device)?;
-        }
-    }
-    Ok(all)
-}
-
-/// Lets device `a` access `b`'s memory, if it can (true also for one device).
-fn enable_peer_pair(a: &Device, b: &Device) -> Result<bool, BackendError> {
-    let (ca, cb) = (&a.ctx, &b.ctx);
-    if ca.cu_ctx() == cb.cu_ctx() {
-        return Ok(true);
-    }
-    let mut can = 0;
-    // SAFETY: plain queries and a context switch on this thread.
-    unsafe {
-        sys::cuDeviceCanAccessPeer(&mut can, ca.cu_device(), cb.cu_device())
-            .result()
-            .check("querying peer access")?;
-        if can == 0 {
-            return Ok(false);
-        }
-        ca.bind_to_thread().check("binding a context")?;
-        let r = sys::cuCtxEnablePeerAccess(cb.cu_ctx(), 0);
-        if r != sys::CUresult::CUDA_SUCCESS
-            && r != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
-        {
-            r.result().check("enabling peer access")?;
-        }
-        // Buffers come from the stream-ordered allocator (the device's default memory pool),
-        // which peer access alone does not open: without this the driver stages every copy
-        // through the host. (Devices without pools allocate plainly; nothing to open.)
-        let mut pools = 0;
-        sys::cuDeviceGetAttribute(
-            &mut pools,
-            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
-            cb.cu_device(),
-        )
-        .result()
-        .check("querying memory pools")?;
-        if pools == 0 {
-            return Ok(true);
-        }
-        let mut pool = std::ptr::null_mut();
-        sys::cuDeviceGetDefaultMemPool(&mut pool, cb.cu_device())
-            .result()
-            .check("finding a memory pool")?;
-        let access = sys::CUmemAccessDesc {
-            location: sys::CUmemLocation {
-                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: ca.cu_device(),
-            },
-            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-        };
-        sys::cuMemPoolSetAccess(pool, &access, 1)
-            .result()
-            .check("opening a memory pool to a peer")?;
-    }
-    Ok(true)
-}
-
-fn host_ptr(h: &PinnedHostSlice<u8>) -> Result<CUdeviceptr, BackendError> {
-    Ok(h.as_ptr().check("reading a pinned buffer")? as CUdeviceptr)
-}
-
-/// Copies `bytes` bytes between unified addresses (device or pinned host) on `stream`.
-fn copy_raw(
-    stream: &CudaStream,
-    dst: CUdeviceptr,
-    src: CUdeviceptr,
-    bytes: usize,
-) -> Result<(), BackendError> {
-    stream
-        .context()
-        .bind_to_thread()
-        .check("binding a context")?;
-    // SAFETY: both addresses hold `bytes` bytes; the stream orders the copy after the work
-    // that wrote the source.
-    unsafe { sys::cuMemcpyAsync(dst, src, bytes, stream.cu_stream()) }
-        .result()
-        .check("copying a halo")
-}
-
-/// Copies `bytes` bytes from `src` on device `from` to `dst` on device `to`, on `stream`.
-fn copy_between(
-    stream: &CudaStream,
-    to: &Device,
-    dst: CUdeviceptr,
-    from: &Device,
-    src: CUdeviceptr,
-    bytes: usize,
-) -> Result<(), BackendError> {
-    let (dc, sc) = (to.ctx.cu_ctx(), from.ctx.cu_ctx());
-    if dc == sc {
-        return copy_raw(stream, dst, src, bytes);
-    }
-    stream
-        .context()
-        .bind_to_thread()
-        .check("binding a context")?;
-    // SAFETY: as in copy_raw, with each address in its own context.
-    unsafe { sys::cuMemcpyPeerAsync(dst, dc, src, sc, bytes, stream.cu_stream()) }
-        .result()
-        .check("copying a halo between devices")
-}
-
-/// A face copied as strided boxes (one per variable), without packing.
-enum BoxCopy {
-    /// This block's send layers to a packed buffer in pinned host memory.
-    ToHost(CUdeviceptr),
-    /// A packed buffer in pinned host memory into this block's halo.
-    FromHost(CUdeviceptr),
-    /// The sending block's send layers (state, context, layout) into this block's halo.
-    FromDevice(Vars, sys::CUcontext, Layout),
-}
-
-/// Copies `face` of the state `vars` (layout `layout`) as `how` says, on `stream`.
-fn copy_boxes<R: Real>(
-    stream: &CudaStream,
-    layout: &Layout,
-    vars: &Vars,
-    face: &Face,
-    how: BoxCopy,
-) -> Result<(), BackendError> {
-    let size = std::mem::size_of::<R>();
-    let ctx = stream.context().cu_ctx();
-    stream
-        .context()
-        .bind_to_thread()
-        .check("binding a context")?;
-    for c in box_copies(layout, vars, ctx, face, how, size) {
-        // SAFETY: both boxes lie inside their arrays or buffers; the stream orders the copy
-        // after the work that wrote the source.
-        unsafe { sys::cuMemcpy3DPeerAsync(&c, stream.cu_stream()) }
-            .result()
-            .check("copying a halo box")?;
-    }
-    Ok(())
-}
-
-/// The copies of [`copy_boxes`], one per variable: the state `vars` (layout `layout`) is in
-/// context `ctx`, values are `size` bytes.
-fn box_copies(
-    layout: &Layout,
-    vars: &Vars,
-    ctx: sys::CUcontext,
-    face: &Face,
-    how: BoxCopy,
-    size: usize,
-) -> Vec<sys::CUDA_MEMCPY3D_PEER_st> {
-    let incoming = !matches!(how, BoxCopy::ToHost(_));
-    let mut at = 0;
-    let mut copies = Vec::with_capacity(face.vars);
-    for var in 0..face.vars {
-        let region = face.region(layout, var, incoming);
-        let count = [0, 1, 2].map(|d| (region[d].1 - region[d].0) as usize);
-        // Where this variable's values start in a packed buffer.
-        let packed = (at * size) as CUdeviceptr;
-        at += region_len(&region);
-        let mine = End::device(vars.v[var], ctx, layout, &region, size);
-        let (src, dst) = match how {
-            BoxCopy::FromDevice(v, sctx, l) => {
-                let theirs = Face {
-                    side: face.side.opposite(),
-                    vars: face.vars,
-                }
-                .region(&l, var, false);
-                (End::device(v.v[var], sctx, &l, &theirs, size), mine)
-            }
-            BoxCopy::FromHost(h) => (End::host(h + packed, count, size), mine),
-            BoxCopy::ToHost(h) => (mine, End::host(h + packed, count, size)),
-        };
-        copies.push(box_copy(&src, &dst, count, size));
-    }
-    copies
-}
-
-/// One side of a box copy: a box of a device array, or a packed box in pinned host memory.
-struct End {
-    memory: CUmemorytype,
-    device: CUdeviceptr,
-    host: *mut std::ffi::c_void,
-    context: sys::CUcontext,
-    /// Bytes per row and rows per plane.
-    pitch: usize,
-    height: usize,
-}
-
-impl End {
-    /// The box `region` of the array at `base` (context `context`, layout `layout`).
-    fn device(
-        base: CUdeviceptr,
-        context: sys::CUcontext,
-        layout: &Layout,
-        region: &ferroflow_core::decomposition::Region,
-        size: usize,
-    ) -> End {
-        let [i, j, k] = region.map(|(lo, _)| lo);
-        End {
-            memory: CUmemorytype::CU_MEMORYTYPE_DEVICE,
-            device: base + (layout.index(i, j, k) * size) as CUdeviceptr,
-            host: std::ptr::null_mut(),
-            context,
-            pitch: layout.stride[1] * size,
-            height: layout.stride[2] / layout.stride[1],
-        }
-    }
-
-    /// `count` values packed at the pinned host address `at`.
-    fn host(at: CUdeviceptr, count: [usize; 3], size: usize) -> End {
-        End {
-            memory: CUmemorytype::CU_MEMORYTYPE_HOST,
-            device: 0,
-            host: at as *mut _,
-            context: std::ptr::null_mut(),
-            pitch: count[0] * size,
-            height: count[1],
-        }
-    }
-}
-
-/// The driver's description of the copy of `count` values from `src` to `dst`.
-fn box_copy(src: &End, dst: &End, count: [usize; 3], size: usize) -> sys::CUDA_MEMCPY3D_PEER_st {
-    sys::CUDA_MEMCPY3D_PEER_st {
-        srcXInBytes: 0,
-        srcY: 0,
-        srcZ: 0,
-        srcLOD: 0,
-        srcMemoryType: src.memory,
-        srcHost: src.host,
-        srcDevice: src.device,
-        srcArray: std::ptr::null_mut(),
-        srcContext: src.context,
-        srcPitch: src.pitch,
-        srcHeight: src.height,
-        dstXInBytes: 0,
-        dstY: 0,
-        dstZ: 0,
-        dstLOD: 0,
-        dstMemoryType: dst.memory,
-        dstHost: dst.host,
-        dstDevice: dst.device,
-        dstArray: std::ptr::null_mut(),
-        dstContext: dst.context,
-        dstPitch: dst.pitch,
-        dstHeight: dst.height,
-        WidthInBytes: count[0] * size,
-        Height: count[1],
-        Depth: count[2],
-    }
 }
 
 impl<R: Real> Backend for MultiGpu<R> {
@@ -657,137 +394,5 @@ impl<R: Real> Backend for MultiGpu<R> {
                 b.comm.synchronize().check("waiting for halos")?;
                 b.backend.upload(f)
             })
-    }
-}
-
-/// Bandwidth of the link between devices `a` and `b` in bytes per second, one direction, as
-/// halos use it: peer copies, or device to pinned host to device. Median of `repeats`
-/// copies of `bytes` bytes after a warm-up; the scaling study's communication model divides
-/// the bytes exchanged per iteration by it.
-pub fn link_bandwidth(
-    a: usize,
-    b: usize,
-    exchange: Exchange,
-    bytes: usize,
-    repeats: usize,
-) -> Result<f64, BackendError> {
-    let (da, db) = (Device::open(a)?, Device::open(b)?);
-    let src = da.stream.alloc_zeros::<u8>(bytes).check("allocating")?;
-    let dst = db.stream.alloc_zeros::<u8>(bytes).check("allocating")?;
-    // SAFETY: written by the copies before it is read.
-    let host = unsafe { da.ctx.alloc_pinned::<u8>(bytes) }.check("allocating pinned memory")?;
-    let (s, d, h) = (
-        address(&src, &da.stream),
-        address(&dst, &db.stream),
-        host_ptr(&host)?,
-    );
-    // The copy runs on `b`'s stream and reads `a`'s memory: both directions, as MultiGpu.
-    enable_peer_pair(&da, &db)?;
-    enable_peer_pair(&db, &da)?;
-    let copy = || -> Result<(), BackendError> {
-        match exchange {
-            Exchange::Peer => copy_between(&db.stream, &db, d, &da, s, bytes),
-            Exchange::Host => {
-                copy_raw(&da.stream, h, s, bytes)?;
-                da.stream.synchronize().check("copying")?;
-                copy_raw(&db.stream, d, h, bytes)
-            }
-        }?;
-        db.stream.synchronize().check("copying")
-    };
-    copy()?;
-    let mut times = Vec::new();
-    for _ in 0..repeats.max(1) {
-        let start = std::time::Instant::now();
-        copy()?;
-        times.push(start.elapsed().as_secs_f64());
-    }
-    Ok(bytes as f64 / crate::device::median(times))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const HOST: CUdeviceptr = 0x9000;
-
-    fn context(n: usize) -> sys::CUcontext {
-        n as sys::CUcontext
-    }
-
-    /// The copies of the x-high face of two variables (8-byte values) of a 3D block.
-    fn copies(how: BoxCopy) -> (Layout, Vars, Vec<sys::CUDA_MEMCPY3D_PEER_st>) {
-        let layout = Layout::new(3, [6, 5, 4]);
-        let mut vars = Vars::default();
-        vars.v[..2].copy_from_slice(&[1 << 20, 2 << 20]);
-        let face = Face {
-            side: Side::XHi,
-            vars: 2,
-        };
-        let copies = box_copies(&layout, &vars, context(1), &face, how, 8);
-        (layout, vars, copies)
-    }
-
-    /// The address of the first node of variable `var`'s box of `side` in `vars`.
-    fn first(layout: &Layout, vars: &Vars, side: Side, var: usize, incoming: bool) -> u64 {
-        let r = Face { side, vars: 2 }.region(layout, var, incoming);
-        vars.v[var] + 8 * layout.index(r[0].0, r[1].0, r[2].0) as u64
-    }
-
-    #[test]
-    fn boxes_go_to_and_from_packed_host_buffers_variable_after_variable() {
-        let (layout, vars, out) = copies(BoxCopy::ToHost(HOST));
-        let (_, _, back) = copies(BoxCopy::FromHost(HOST));
-        let row = (8 * layout.stride[1], layout.stride[2] / layout.stride[1]);
-        let first_len = region_len(
-            &Face {
-                side: Side::XHi,
-                vars: 2,
-            }
-            .region(&layout, 0, false),
-        );
-        for (var, (o, b)) in out.iter().zip(&back).enumerate() {
-            let packed = HOST as usize + 8 * first_len * var;
-            assert_eq!(o.srcMemoryType, CUmemorytype::CU_MEMORYTYPE_DEVICE);
-            assert_eq!(o.srcDevice, first(&layout, &vars, Side::XHi, var, false));
-            assert_eq!(
-                (o.srcContext, o.srcPitch, o.srcHeight),
-                (context(1), row.0, row.1)
-            );
-            assert_eq!(o.dstMemoryType, CUmemorytype::CU_MEMORYTYPE_HOST);
-            assert_eq!((o.dstHost as usize, o.dstDevice), (packed, 0));
-            assert!(o.dstContext.is_null());
-            assert_eq!((o.dstPitch, o.dstHeight), (o.WidthInBytes, o.Height));
-            // Receiving: the same packed layout into the layers beyond the side.
-            assert_eq!(b.srcMemoryType, CUmemorytype::CU_MEMORYTYPE_HOST);
-            assert_eq!((b.srcHost as usize, b.srcPitch), (packed, b.WidthInBytes));
-            assert_eq!(b.dstDevice, first(&layout, &vars, Side::XHi, var, true));
-            assert_eq!(
-                (b.dstContext, b.dstPitch, b.dstHeight),
-                (context(1), row.0, row.1)
-            );
-            assert_eq!(
-                (b.WidthInBytes, b.Height, b.Depth),
-                (o.WidthInBytes, o.Height, o.Depth)
-            );
-        }
-    }
-
-    #[test]
-    fn device_boxes_read_the_senders_opposite_side_in_its_context() {
-        let theirs = Layout::new(3, [7, 5, 4]);
-        let mut from = Vars::default();
-        from.v[..2].copy_from_slice(&[5 << 20, 6 << 20]);
-        let (layout, vars, c) = copies(BoxCopy::FromDevice(from, context(2), theirs));
-        for (var, c) in c.iter().enumerate() {
-            assert_eq!(c.srcDevice, first(&theirs, &from, Side::XLo, var, false));
-            assert_eq!(
-                (c.srcContext, c.srcPitch),
-                (context(2), 8 * theirs.stride[1])
-            );
-            assert_eq!(c.dstDevice, first(&layout, &vars, Side::XHi, var, true));
-            assert_eq!(c.dstContext, context(1));
-            assert!(c.srcHost.is_null() && c.dstHost.is_null());
-        }
     }
 }

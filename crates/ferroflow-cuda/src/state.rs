@@ -1,9 +1,9 @@
 //! The state on the device for a whole run: two buffers per variable (current and next,
 //! swapped by flipping an index, never copied), the source term, and the residual sums. Host
 //! transfers happen only on upload, download and residual reads.
-use crate::compile::Precision;
+use crate::compile::Scalar;
 use crate::device::{address, Check};
-use crate::launch::{BoundaryKernel, Grid, Vars};
+use crate::launch::{BoundaryKernel, GridArgs, Vars};
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaSlice, CudaStream};
 use ferroflow_ac::Problem;
@@ -12,20 +12,14 @@ use std::sync::Arc;
 
 /// The bytes of `values`: `R` is f32 or f64 (checked), plain bits without padding.
 pub(crate) fn bytes<R: Real>(values: &[R]) -> &[u8] {
-    assert!(
-        Precision::of::<R>().is_some(),
-        "device arrays hold f32 or f64"
-    );
+    assert!(Scalar::of::<R>().is_some(), "device arrays hold f32 or f64");
     // SAFETY: f32 and f64 are plain bits without padding; the length is the slice's size.
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
 }
 
 /// The bytes of `values`, writable: any bit pattern is a valid f32 or f64 (checked).
 pub(crate) fn bytes_mut<R: Real>(values: &mut [R]) -> &mut [u8] {
-    assert!(
-        Precision::of::<R>().is_some(),
-        "device arrays hold f32 or f64"
-    );
+    assert!(Scalar::of::<R>().is_some(), "device arrays hold f32 or f64");
     let len = std::mem::size_of_val(values);
     // SAFETY: as in `bytes`, and every bit pattern is a valid value.
     unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast(), len) }
@@ -135,7 +129,7 @@ impl State {
         stream: &Arc<CudaStream>,
         fields: &Fields<R>,
         boundary: &BoundaryKernel,
-        grid: &Grid,
+        grid: &GridArgs,
     ) -> Result<(), BackendError> {
         fields.check_state(&self.layout, self.buffers[0].slices.len(), "cuda")?;
         let cur = self.cur;

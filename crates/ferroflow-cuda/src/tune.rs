@@ -8,7 +8,7 @@
 //! other one, which the next iteration overwrites before anything reads them: tuning leaves
 //! the state unchanged and needs no scratch memory.
 use crate::cache;
-use crate::compile::{self, Build, Precision, Program, Variant};
+use crate::compile::{self, Build, Program, Scalar, Variant};
 use crate::device::{median, Device, Timer};
 use crate::launch::{BoundaryKernel, LaunchShape, StepArgs, StepKernel, Vars};
 use ferroflow_core::{BackendError, Layout, Real};
@@ -222,7 +222,7 @@ fn pick(rows: &[TuneRow]) -> usize {
 pub(crate) struct Tuner<'a, R> {
     pub device: &'a Device,
     pub layout: Layout,
-    pub precision: Precision,
+    pub precision: Scalar,
     pub fmad: bool,
     /// The entry point the problem needs.
     pub variant: Variant,

@@ -36,7 +36,7 @@ fn every_kernel_compiles_for_sm_90() {
 
 #[test]
 fn a_compile_failure_carries_the_nvrtc_log() {
-    use ferroflow_cuda::compile::{compile, Build, Precision, Program, Variant};
+    use ferroflow_cuda::compile::{compile, Build, Program, Scalar, Variant};
     if !nvrtc_available() {
         println!("skipped: NVRTC is not on the loader path");
         return;
@@ -47,7 +47,7 @@ fn a_compile_failure_carries_the_nvrtc_log() {
             shape: ferroflow_cuda::DEFAULT_SHAPE,
             variant: Variant::new(false, false),
         },
-        precision: Precision::F64,
+        precision: Scalar::F64,
         fmad: false,
     };
     let error = compile(&build, ARCH).unwrap_err();

@@ -12,7 +12,7 @@ use ferroflow_cases::convection::HeatedCavity;
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::Backend;
 use ferroflow_cuda::{
-    probe, CudaBackend, CudaOptions, Exchange, LaunchShape, MultiGpu, MultiGpuOptions, TuneMode,
+    probe, CudaBackend, CudaOptions, HaloRoute, LaunchShape, MultiGpu, MultiGpuOptions, TuneMode,
     DEFAULT_SHAPE,
 };
 use ferroflow_parallel::InProcess;
@@ -75,7 +75,7 @@ fn check(problem: &Problem<f64>, cuts: &[[usize; 3]], devices: &[usize]) {
         let reference = one.download().unwrap();
         for &blocks in cuts {
             let d = Decomposition::new(dim, problem.layout.n, blocks).unwrap();
-            for exchange in [Exchange::Peer, Exchange::Host] {
+            for exchange in [HaloRoute::Peer, HaloRoute::Host] {
                 for packing in [true, false] {
                     for overlap in [true, false] {
                         let options = MultiGpuOptions {

@@ -27,11 +27,11 @@ pub fn cuda_options(spec: &BackendSpec, tune: TuneMode) -> CudaOptions {
     }
 }
 
-/// The CUDA crate's name for a case's `parallel.exchange`.
-pub fn cuda_exchange(exchange: Exchange) -> ferroflow_cuda::Exchange {
+/// How the CUDA backend routes halos for a case's `parallel.exchange`.
+pub fn halo_route(exchange: Exchange) -> ferroflow_cuda::HaloRoute {
     match exchange {
-        Exchange::Peer => ferroflow_cuda::Exchange::Peer,
-        Exchange::Host => ferroflow_cuda::Exchange::Host,
+        Exchange::Peer => ferroflow_cuda::HaloRoute::Peer,
+        Exchange::Host => ferroflow_cuda::HaloRoute::Host,
     }
 }
 
@@ -83,7 +83,7 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
         // One process: the blocks stay on their devices and exchange halos there.
         let multi = MultiGpuOptions {
             devices: devices.clone(),
-            exchange: cuda_exchange(parallel.exchange),
+            exchange: halo_route(parallel.exchange),
             packing: parallel.packing,
             overlap: parallel.overlap,
             cuda: options,

@@ -1,6 +1,6 @@
 //! `ferroflow bench`: node updates per second of the whole iteration (interior pass, boundary
 //! fill, norms), against the memory-bandwidth roofline measured in the same run.
-use crate::backends::{cuda_exchange, cuda_probe, make_backend};
+use crate::backends::{cuda_probe, halo_route, make_backend};
 use crate::run::value_name;
 use crate::world::World;
 use crate::Failure;
@@ -268,8 +268,8 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
             bw / 1e9
         );
         if let [first, second, ..] = args.devices[..] {
-            let exchange = cuda_exchange(args.exchange);
-            let link = ferroflow_cuda::link_bandwidth(first, second, exchange, 64 << 20, 10)
+            let route = halo_route(args.exchange);
+            let link = ferroflow_cuda::link_bandwidth(first, second, route, 64 << 20, 10)
                 .map_err(Failure::runtime)?;
             println!(
                 "link GPU {first} -> GPU {second} ({}): {:.1} GB/s one way (64 MiB copies)",
