@@ -6,7 +6,7 @@ use crate::cavity;
 use crate::convection::HeatedCavity;
 use ferroflow_ac::{Numerics, Problem};
 use ferroflow_core::decomposition::Decomposition;
-use ferroflow_core::{ProblemError, Real};
+use ferroflow_core::{Layout, ProblemError, Real};
 use ferroflow_solver::StopCriteria;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -36,12 +36,31 @@ pub struct Case {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CaseInfo {
-    /// Name, used for the default output directory.
+    /// Name, used for the default output directory: one plain file name.
+    #[serde(deserialize_with = "plain_name")]
     pub name: String,
     /// One line saying what the case is.
     pub description: String,
     /// Problem kind.
     pub kind: CaseKind,
+}
+
+/// A case name, which names the default output directory `ferroflow-out/<name>/`: one plain
+/// file name, so that no name writes (or clears files) outside that directory.
+fn plain_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let name = String::deserialize(d)?;
+    let bad = name.is_empty()
+        || name == "."
+        || name == ".."
+        || name.contains(['/', '\\', ':'])
+        || name.chars().any(char::is_control);
+    if bad {
+        return Err(serde::de::Error::custom(format!(
+            "{name:?} is not a plain file name (it names the output directory: no '/', '\\', \
+             ':', control characters, and not empty, '.' or '..')"
+        )));
+    }
+    Ok(name)
 }
 
 /// Problem kinds.
@@ -339,7 +358,7 @@ pub const KEYS: [KeyDoc; 36] = [
         "case.name",
         "string",
         "-",
-        "text",
+        "a plain file name (not `.` or `..`; no `/`, `\\`, `:` or control characters)",
         "Name; the default output directory is `ferroflow-out/<name>/`",
     ),
     key(
@@ -816,6 +835,13 @@ impl Case {
         }
         let mut n = [1; 3];
         n[..dim].copy_from_slice(&self.grid.nodes);
+        if Layout::try_new(dim, n).is_none() {
+            return Err(ProblemError::OutOfRange {
+                name: "grid.nodes",
+                value: n.into_iter().max().unwrap_or(0) as f64,
+                allowed: "a grid whose arrays fit in the address space",
+            });
+        }
         Ok(n)
     }
 

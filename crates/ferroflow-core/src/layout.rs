@@ -24,19 +24,33 @@ pub struct Layout {
 
 impl Layout {
     /// Layout of a `dim`-dimensional block with `n` nodes per axis (`n[2]` ignored in 2D).
+    /// Panics where [`Layout::try_new`] gives none: grids are validated before they are laid
+    /// out.
     pub fn new(dim: usize, n: [usize; 3]) -> Layout {
+        Layout::try_new(dim, n).expect("a grid whose arrays fit in the address space")
+    }
+
+    /// [`Layout::new`], or none if an array of the layout, of 8-byte values for five
+    /// variables, would not fit in the address space.
+    pub fn try_new(dim: usize, n: [usize; 3]) -> Option<Layout> {
         let n = if dim == 2 { [n[0], n[1], 1] } else { n };
         let ghost = [GHOST, GHOST, if dim == 3 { GHOST } else { 0 }];
-        let m = [0, 1, 2].map(|d| n[d] + 2 * ghost[d]);
-        let row = padded_row(m[0]);
-        let stride = [1, row, row * m[1]];
-        Layout {
+        let mut m = [0; 3];
+        for d in 0..3 {
+            m[d] = n[d].checked_add(2 * ghost[d])?;
+        }
+        let row = padded_row(m[0])?;
+        let plane = row.checked_mul(m[1])?;
+        let len = plane.checked_mul(m[2])?;
+        len.checked_mul(8 * 5)
+            .filter(|b| *b <= isize::MAX as usize)?;
+        Some(Layout {
             dim,
             n,
             ghost,
-            stride,
-            len: stride[2] * m[2],
-        }
+            stride: [1, row, plane],
+            len,
+        })
     }
 
     /// Memory offset of node `(i, j, k)`; ghosts have negative or `>= n` indices.
@@ -72,12 +86,12 @@ impl Layout {
 
 /// Row length rounded up to 8 elements, then moved off multiples of 512 elements
 /// (4 KiB in f64) where consecutive rows would map to the same cache sets.
-fn padded_row(m: usize) -> usize {
-    let row = m.div_ceil(8) * 8;
+fn padded_row(m: usize) -> Option<usize> {
+    let row = m.div_ceil(8).checked_mul(8)?;
     if row.is_multiple_of(512) {
-        row + 8
+        row.checked_add(8)
     } else {
-        row
+        Some(row)
     }
 }
 
@@ -103,6 +117,16 @@ mod tests {
         let g = GHOST as isize;
         assert_eq!(l.index(-g, -g, -g), 0);
         assert!(l.index(4 + g, 5 + g, 6 + g) < l.len);
+    }
+
+    #[test]
+    fn grids_beyond_the_address_space_have_no_layout() {
+        assert!(Layout::try_new(2, [usize::MAX / 2, 5, 1]).is_none());
+        assert!(Layout::try_new(3, [1 << 21, 1 << 21, 1 << 21]).is_none());
+        assert_eq!(
+            Layout::try_new(3, [5, 6, 7]),
+            Some(Layout::new(3, [5, 6, 7]))
+        );
     }
 
     #[test]

@@ -780,6 +780,17 @@ fn check_validates_and_sizes_a_case_without_running_or_writing() {
         stderr_of(ferroflow(tmp.path()).args(["check", "--set", "physics.reynolds=-1"]));
     assert_eq!(code, Some(2));
     assert!(err.contains("physics.reynolds"), "{err}");
+    // A grid beyond the address space is bad input, not a panic.
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args([
+        "check",
+        "--set",
+        "grid.nodes=[9223372036854775807,5]",
+    ]));
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("grid.nodes") && err.contains("address space"),
+        "{err}"
+    );
     assert!(!tmp.path().join("ferroflow-out").exists());
 }
 
@@ -803,5 +814,37 @@ fn case_files_of_an_earlier_version_still_run() {
             .assert()
             .success();
         assert_eq!(summary(&out)["iterations"], 100, "{file}");
+    }
+}
+
+#[test]
+fn case_names_that_are_not_plain_file_names_are_refused() {
+    let tmp = TempDir::new().unwrap();
+    let inside = tmp.path().join("inside");
+    fs::create_dir(&inside).unwrap();
+    let outside = tmp.path().join("escape");
+    for name in [
+        "\"../escape\"".to_string(),
+        format!("{:?}", outside.display().to_string()),
+        "\"..\"".to_string(),
+        "\"\"".to_string(),
+    ] {
+        let (code, err) = stderr_of(ferroflow(&inside).args([
+            "run",
+            "--set",
+            &format!("case.name={name}"),
+            "--set",
+            "grid.nodes=[9,9]",
+        ]));
+        assert_eq!(code, Some(2), "{name}: {err}");
+        assert!(
+            err.contains("case.name") && err.contains("plain file name"),
+            "{err}"
+        );
+        assert!(!outside.exists(), "{name} wrote outside ferroflow-out/");
+        assert!(
+            !inside.join("ferroflow-out").exists(),
+            "{name}: output created"
+        );
     }
 }
