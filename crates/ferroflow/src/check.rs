@@ -28,8 +28,10 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
         Precision::F64 => 8,
         Precision::F32 => 4,
     };
-    // The initial state, and the two buffers the backend iterates between.
-    let arrays = 3 * equations;
+    // In host memory: the initial state, and the two buffers the CPU backend iterates between
+    // (a GPU holds those two itself; its free memory is checked when the backend starts).
+    let on_cpu = case.backend.kind == BackendKind::Cpu;
+    let arrays = if on_cpu { 3 } else { 1 } * equations;
     let needed = (arrays as u128) * (layout.len as u128) * bytes;
     println!(
         "case {} ({}), {}D {:?}, {}: {} interior nodes, {} equations",
@@ -55,7 +57,7 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
     );
     let available = available_memory();
     println!(
-        "memory: {:.3} GiB of state ({arrays} arrays of {} values){}",
+        "host memory: {:.3} GiB of state ({arrays} arrays of {} values){}",
         needed as f64 / GIB,
         layout.len,
         available.map_or(String::new(), |a| format!(
