@@ -158,13 +158,20 @@ pub fn region_len(r: &Region) -> usize {
 }
 
 impl Decomposition {
-    /// Cuts a `dim`-dimensional grid of `n` nodes into `blocks` blocks per axis. Errors if a
-    /// block would own fewer than [`MIN_OWNED`] nodes along an axis.
+    /// Cuts a `dim`-dimensional grid of `n` nodes into `blocks` blocks per axis. Errors if the
+    /// grid is smaller than [`MIN_NODES`] along an axis, or a block would own fewer than
+    /// [`MIN_OWNED`] nodes along one.
     pub fn new(dim: usize, n: [usize; 3], blocks: [usize; 3]) -> Result<Self, ProblemError> {
         let mut blocks = blocks;
         for d in 0..3 {
             if d >= dim {
                 blocks[d] = 1;
+            } else if n[d] < MIN_NODES {
+                return Err(ProblemError::GridTooSmall {
+                    axis: d,
+                    nodes: n[d],
+                    min: MIN_NODES,
+                });
             } else if blocks[d] == 0 || (n[d] - 2) / blocks[d] < MIN_OWNED {
                 return Err(ProblemError::OutOfRange {
                     name: "parallel.blocks",
@@ -180,6 +187,8 @@ impl Decomposition {
     /// least interface area, ties going to cuts along the slowest-varying axis (whose faces
     /// are contiguous in memory).
     pub fn automatic(dim: usize, n: [usize; 3], count: usize) -> Result<Self, ProblemError> {
+        // A grid too small for one block is too small for any cut: say so.
+        Decomposition::new(dim, n, [1; 3])?;
         // (blocks, key): the lowest key wins.
         let mut best: Option<([usize; 3], (u128, usize, usize))> = None;
         let zmax = if dim == 3 { count } else { 1 };
@@ -448,6 +457,8 @@ mod tests {
         let slab = Decomposition::automatic(3, [129, 129, 17], 4).unwrap();
         assert_eq!(slab.blocks, [2, 2, 1]);
         assert!(Decomposition::automatic(2, [9, 9, 1], 7).is_err());
+        let small = Decomposition::automatic(2, [0, 9, 1], 1).unwrap_err();
+        assert!(matches!(small, ProblemError::GridTooSmall { axis: 0, .. }));
     }
 
     #[test]

@@ -4,7 +4,7 @@ use thiserror::Error;
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum ProblemError {
     /// A physical or numerical parameter outside its valid range.
-    #[error("{name} = {value} is out of range: {allowed}")]
+    #[error("{name} = {} is out of range: {allowed}", number(*.value))]
     OutOfRange {
         /// Parameter name, as in case files (e.g. `physics.viscosity`).
         name: &'static str,
@@ -116,6 +116,16 @@ pub enum BackendError {
         /// The message.
         message: String,
     },
+}
+
+/// `x` as a user would write it: in exponent form when very small or large (1e300, not 300
+/// digits).
+fn number(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-4..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
 }
 
 /// Bytes in GiB, for messages.
