@@ -21,6 +21,19 @@ pub trait BlockBackend: Backend {
 
     /// Writes `buf` into the halo `face` receives, in the current state.
     fn unpack(&mut self, face: &Face, buf: &[Self::Real]) -> Result<(), BackendError>;
+
+    /// Runs `work` on `blocks` where their kernels, called many times in a row, dispatch
+    /// fastest (the CPU: on a thread of the pool they share, so that each kernel runs there
+    /// without a switch between threads). By default, here.
+    fn batch<T: Send>(
+        blocks: &mut [(usize, Self)],
+        work: impl FnOnce(&mut [(usize, Self)]) -> T + Send,
+    ) -> T
+    where
+        Self: Sized,
+    {
+        work(blocks)
+    }
 }
 
 /// The problem of block `b` of `d`: the whole problem's data cut to the block's layout (ghosts

@@ -109,17 +109,25 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
         }
         let root = self.transport.owner(owner, self.extents.len());
         self.transport.broadcast(&mut shift, root)?;
-        let mut sums = Vec::with_capacity(self.blocks.len());
-        for (_, b) in &mut self.blocks {
-            sums.push(b.step(shift[0], norms)?);
-        }
-        for (halo, (b, face)) in self.halos.iter_mut().zip(&self.faces) {
-            self.blocks[*b].1.pack(face, &mut halo.send)?;
-        }
+        let (shift, faces, halos) = (shift[0], &self.faces, &mut self.halos);
+        let sums = B::batch(&mut self.blocks, |blocks| {
+            let mut sums = Vec::with_capacity(blocks.len());
+            for (_, b) in blocks.iter_mut() {
+                sums.push(b.step(shift, norms)?);
+            }
+            for (halo, (b, face)) in halos.iter_mut().zip(faces) {
+                blocks[*b].1.pack(face, &mut halo.send)?;
+            }
+            Ok::<_, BackendError>(sums)
+        })?;
         self.transport.exchange(&mut self.halos)?;
-        for (halo, (b, face)) in self.halos.iter().zip(&self.faces) {
-            self.blocks[*b].1.unpack(face, &halo.recv)?;
-        }
+        let halos = &self.halos;
+        B::batch(&mut self.blocks, |blocks| {
+            for (halo, (b, face)) in halos.iter().zip(faces) {
+                blocks[*b].1.unpack(face, &halo.recv)?;
+            }
+            Ok::<_, BackendError>(())
+        })?;
         // Without norms a block's sums may be empty (not computed): none count.
         let sums = sums.into_iter().filter(|_| norms);
         let mut total = self.decomposition.sum_residuals(self.equations, sums);

@@ -11,6 +11,7 @@ use ferroflow_core::BackendError;
 pub fn pool(threads: usize) -> Result<rayon::ThreadPool, BackendError> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
+        .thread_name(|i| format!("cpu-{i}"))
         .start_handler(|_| denormals::flush_to_zero())
         .build()
         .map_err(|e| BackendError::Failed {

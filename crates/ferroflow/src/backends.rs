@@ -7,9 +7,35 @@ use ferroflow_ac::Decomposed;
 use ferroflow_ac::Problem;
 use ferroflow_cases::case::{BackendKind, BackendSpec, Exchange, ParallelSpec};
 use ferroflow_core::decomposition::Decomposition;
-use ferroflow_core::{Backend, BackendError, Real};
+use ferroflow_core::{Backend, BackendError, ProblemError, Real};
 use ferroflow_cuda::{CudaBackend, CudaOptions, MultiGpu, MultiGpuOptions, TuneMode};
 use ferroflow_parallel::{InProcess, Transport};
+use std::sync::Arc;
+
+/// The most CPU threads a run may ask for per core. The iteration is bound by memory
+/// bandwidth: threads beyond the cores only add switching, and a count far beyond them (a
+/// typo, a case from a larger machine) spends minutes starting threads before anything runs.
+pub const THREADS_PER_CORE: usize = 4;
+
+/// The cores this process may use.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The CPU threads of this process: `backend.threads`, or for 0 its share of the cores among
+/// the processes on this machine. More than [`THREADS_PER_CORE`] per core are refused.
+pub fn cpu_threads(spec: &BackendSpec, world: &World) -> Result<usize, ProblemError> {
+    let cores = cores();
+    match spec.threads {
+        0 => Ok((cores / world.here()).max(1)),
+        t if t <= THREADS_PER_CORE * cores => Ok(t),
+        t => Err(ProblemError::OutOfRange {
+            name: "backend.threads",
+            value: t as f64,
+            allowed: "0 (one per core) or at most 4 threads per core of this machine",
+        }),
+    }
+}
 
 /// What the CUDA backend would run on here, or exactly why it cannot run (no driver, no
 /// device, no NVRTC).
@@ -113,8 +139,8 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
     Ok((Box::new(b), line))
 }
 
-/// The CPU backend: one block with all the threads, or this process's blocks with a share of
-/// them each.
+/// The CPU backend: one block, or this process's blocks one after the other, on one pool of
+/// this process's threads.
 fn cpu<R: Real, T: Transport<R> + 'static>(
     problem: &Problem<R>,
     spec: &BackendSpec,
@@ -122,25 +148,24 @@ fn cpu<R: Real, T: Transport<R> + 'static>(
     transport: T,
     world: &World,
 ) -> Result<Chosen<R>, BackendError> {
+    let threads = cpu_threads(spec, world).map_err(|e| BackendError::NotSuitable {
+        backend: "cpu",
+        what: e.to_string(),
+    })?;
     if decomposition.count() == 1 {
-        let b = CpuBackend::new(problem, spec.threads)?;
+        let b = CpuBackend::new(problem, threads)?;
         let line = format!("cpu, {} threads", b.threads());
         return Ok((Box::new(b), line));
     }
-    // The processes on this machine share its cores.
-    let threads = match spec.threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()) / world.here(),
-        t => t,
-    };
-    let (count, (rank, processes)) = (decomposition.count(), transport.rank_size());
-    let here = (0..count)
-        .filter(|b| transport.owner(*b, count) == rank)
-        .count();
-    let each = (threads / here.max(1)).max(1);
+    let pool = Arc::new(ferroflow_cpu::pool(threads)?);
+    let processes = transport.rank_size().1;
     let b = Decomposed::new(problem, decomposition, transport, |p, _| {
-        CpuBackend::new(p, each)
+        CpuBackend::on(p, Arc::clone(&pool))
     })?;
-    let detail = format!("{each} thread{} each", if each == 1 { "" } else { "s" });
+    let detail = format!(
+        "{threads} thread{} shared",
+        if threads == 1 { "" } else { "s" }
+    );
     let line = cut_line("cpu", b.decomposition(), &detail, processes);
     Ok((Box::new(b), line))
 }

@@ -1,7 +1,7 @@
 //! `ferroflow check`: the dry run of `ferroflow run`. It resolves and validates the case as a
 //! run would, sizes the memory the state needs, says which backend it would get and what the
 //! output directory holds, and iterates nothing, allocates no grid and writes nothing.
-use crate::backends::cuda_probe;
+use crate::backends::{cores, cpu_threads, cuda_probe};
 use crate::run::{job, Job, RunArgs};
 use crate::world::World;
 use crate::Failure;
@@ -55,6 +55,10 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
         decomposition.count(),
         &decomposition.blocks[..decomposition.dim]
     );
+    if case.backend.kind != BackendKind::Cuda {
+        let threads = cpu_threads(&case.backend, &world).map_err(invalid)?;
+        println!("cpu: {threads} threads ({} cores)", cores());
+    }
     let available = available_memory();
     println!(
         "host memory: {:.3} GiB of state ({arrays} arrays of {} values){}",

@@ -1,5 +1,5 @@
 //! `ferroflow run`: solve a case, with progress, checkpoints, signals and result files.
-use crate::backends::make_backend;
+use crate::backends::{cpu_threads, make_backend};
 use crate::input::{LoadedCase, Override, DEFAULT_CASE};
 use crate::progress::{Mode, Reporter, Work};
 use crate::results::OutputDir;
@@ -46,7 +46,7 @@ pub struct RunArgs {
     /// Floating-point precision, overriding the case.
     #[arg(long, value_enum)]
     precision: Option<Precision>,
-    /// CPU threads (0 = all cores), overriding the case.
+    /// CPU threads (0 = all cores; at most 4 per core), overriding the case.
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
     /// Blocks per axis the grid is cut into (parallel.blocks), overriding the case.
@@ -278,6 +278,9 @@ impl<'a, R: Real> Session<'a, R> {
         let decomposition = case
             .decomposition(job.world.rank_size().1)
             .map_err(|e| job.loaded.invalid(&e))?;
+        if case.backend.kind != BackendKind::Cuda {
+            cpu_threads(&case.backend, job.world).map_err(|e| job.loaded.invalid(&e))?;
+        }
         let (mut backend, backend_line) = make_backend(
             &problem,
             &case.backend,

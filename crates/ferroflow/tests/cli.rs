@@ -328,9 +328,12 @@ fn decomposed_runs_write_the_fields_of_one_block_bit_for_bit() {
             .success();
     }
     let one = tmp.path().join("one");
+    // The blocks take turns on one pool of the process's threads (by default, one per core).
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let shared = format!("{cores} thread{} shared", if cores == 1 { "" } else { "s" });
     for (run, line) in [
-        ("set", "cpu, 4 blocks [2, 2], 1 thread each"),
-        ("flag", "cpu, 3 blocks [3, 1], 1 thread each"),
+        ("set", format!("cpu, 4 blocks [2, 2], {shared}")),
+        ("flag", "cpu, 3 blocks [3, 1], 3 threads shared".into()),
     ] {
         let dir = tmp.path().join(run);
         // The residual norms are summed in another order: only the fields are bitwise equal.
@@ -847,4 +850,49 @@ fn case_names_that_are_not_plain_file_names_are_refused() {
             "{name}: output created"
         );
     }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn thread_counts_are_bounded_and_blocks_share_one_pool() {
+    let tmp = TempDir::new().unwrap();
+    let start = std::time::Instant::now();
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args(["run", "--threads", "100000"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("backend.threads = 100000") && err.contains("per core"),
+        "{err}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(10));
+    // 1764 blocks on one thread: once set up, the process has one pool thread ("cpu-0"),
+    // not one per block, beside its main and signal threads and rayon's global pool (one
+    // thread per core, for parallel copies).
+    let mut child = spawn(
+        tmp.path(),
+        &["run", "--blocks", "42,42", "--threads", "1", "--out", "out"],
+    );
+    let log = tmp.path().join("out/run.log");
+    let start = std::time::Instant::now();
+    while !fs::read_to_string(&log).is_ok_and(|l| l.contains("1764 blocks")) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no backend line in run.log"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let names: Vec<String> = fs::read_dir(format!("/proc/{}/task", child.id()))
+        .unwrap()
+        .map(|t| fs::read_to_string(t.unwrap().path().join("comm")).unwrap())
+        .collect();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let pool: Vec<&String> = names.iter().filter(|n| n.starts_with("cpu-")).collect();
+    assert_eq!(pool, ["cpu-0\n"], "{names:?}");
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert!(names.len() <= 3 + cores, "{names:?}");
+    let log = fs::read_to_string(&log).unwrap();
+    assert!(
+        log.contains("cpu, 1764 blocks [42, 42], 1 thread shared"),
+        "{log}"
+    );
 }

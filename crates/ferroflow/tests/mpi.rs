@@ -75,19 +75,27 @@ mod under_mpirun {
             "--set",
             "output.checkpoint_interval=300",
         ];
-        // f64 in two processes (one block each), f32 in three with two blocks each.
-        let runs: [(usize, &str, &[&str], &str); 2] = [
+        // f64 in two processes (one block each), f32 in three with two blocks each; each
+        // process's blocks take turns on its share of the cores.
+        let shared = |np: usize| {
+            let threads = (std::thread::available_parallelism().unwrap().get() / np).max(1);
+            format!(
+                "{threads} thread{} shared",
+                if threads == 1 { "" } else { "s" }
+            )
+        };
+        let runs: [(usize, &str, &[&str], String); 2] = [
             (
                 2,
                 "f64",
                 &[],
-                "cpu, 2 blocks [1, 2], 1 thread each, over 2 MPI processes",
+                format!("cpu, 2 blocks [1, 2], {}, over 2 MPI processes", shared(2)),
             ),
             (
                 3,
                 "f32",
                 &["--blocks", "3,2"],
-                "cpu, 6 blocks [3, 2], 1 thread each, over 3 MPI processes",
+                format!("cpu, 6 blocks [3, 2], {}, over 3 MPI processes", shared(3)),
             ),
         ];
         for (np, precision, blocks, line) in runs {

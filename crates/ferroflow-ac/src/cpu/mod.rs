@@ -11,6 +11,7 @@ use crate::{BlockBackend, Coefficients, Problem, SideBc};
 use ferroflow_core::decomposition::Face;
 use ferroflow_core::{Backend, BackendError, Fields, Real, Residuals};
 use rayon::prelude::*;
+use std::sync::Arc;
 
 /// CPU backend for one block (a whole grid, or one block of a decomposed one).
 pub struct CpuBackend<R: Real> {
@@ -24,13 +25,22 @@ pub struct CpuBackend<R: Real> {
     row_sums: Vec<[f64; step::V]>,
     /// The residual sums of the last pass.
     residuals: Residuals,
-    pool: rayon::ThreadPool,
+    pool: Arc<rayon::ThreadPool>,
 }
 
 impl<R: Real> CpuBackend<R> {
     /// Sets up the state from `problem.initial` on a pool of `threads` threads (0 = all cores).
     pub fn new(problem: &Problem<R>, threads: usize) -> Result<CpuBackend<R>, BackendError> {
-        let pool = ferroflow_cpu::pool(threads)?;
+        CpuBackend::on(problem, Arc::new(ferroflow_cpu::pool(threads)?))
+    }
+
+    /// Sets up the state from `problem.initial` on `pool`, which other backends may share:
+    /// the blocks of a decomposed grid, iterated one after the other, take all its threads in
+    /// turn instead of a thread each.
+    pub fn on(
+        problem: &Problem<R>,
+        pool: Arc<rayon::ThreadPool>,
+    ) -> Result<CpuBackend<R>, BackendError> {
         let mut backend = CpuBackend {
             coeffs: Coefficients::new(problem),
             sides: problem.sides,
@@ -121,6 +131,18 @@ impl<R: Real> AcKernels for CpuBackend<R> {
 }
 
 impl<R: Real> BlockBackend for CpuBackend<R> {
+    /// On a thread of the first block's pool, which the blocks of a decomposed grid share
+    /// ([`CpuBackend::on`]): their kernels then run there without waking another thread.
+    fn batch<T: Send>(
+        blocks: &mut [(usize, Self)],
+        work: impl FnOnce(&mut [(usize, Self)]) -> T + Send,
+    ) -> T {
+        match blocks.first() {
+            Some((_, b)) => Arc::clone(&b.pool).install(|| work(blocks)),
+            None => work(blocks),
+        }
+    }
+
     fn pressure_at(&mut self, offset: usize) -> Result<R, BackendError> {
         Ok(self.cur.vars[0][offset])
     }
