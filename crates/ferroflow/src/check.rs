@@ -2,14 +2,13 @@
 //! run would, sizes the memory the state needs, says which backend it would get and what the
 //! output directory holds, and iterates nothing, allocates no grid and writes nothing.
 use crate::backends::{cores, cpu_threads, cuda_probe};
+use crate::memory::{self, StateSize};
 use crate::run::{job, Job, RunArgs};
 use crate::world::World;
 use crate::Failure;
-use ferroflow_cases::case::{BackendKind, CaseKind, Precision};
-use ferroflow_core::{Layout, MIN_NODES};
+use ferroflow_cases::case::{BackendKind, CaseKind};
+use ferroflow_core::Layout;
 use ferroflow_solver::checkpoint;
-
-const GIB: f64 = (1u64 << 30) as f64;
 
 pub fn check(args: RunArgs) -> Result<(), Failure> {
     let world = World::alone();
@@ -18,21 +17,11 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
     let invalid = |e| loaded.invalid(&e);
     let stop = case.stop().map_err(invalid)?;
     let decomposition = case.decomposition(1).map_err(invalid)?;
-    // The physics is validated by the code that builds the problem, on the smallest grid of
-    // the case's dimension: the real grid is only sized, never allocated.
-    let mut small = case.clone();
-    small.grid.nodes = vec![MIN_NODES; case.grid.dim];
-    let equations = small.problem::<f64>().map_err(invalid)?.equations();
+    // The physics is validated by the code that builds the problem, on a stand-in grid: the
+    // real grid is only sized, never allocated.
+    let equations = memory::stand_in::<f64>(case).map_err(invalid)?.equations();
+    let size = StateSize::of(case, equations, decomposition.count()).map_err(invalid)?;
     let layout = Layout::new(case.grid.dim, case.nodes().map_err(invalid)?);
-    let bytes = match case.backend.precision {
-        Precision::F64 => 8,
-        Precision::F32 => 4,
-    };
-    // In host memory: the initial state, and the two buffers the CPU backend iterates between
-    // (a GPU holds those two itself; its free memory is checked when the backend starts).
-    let on_cpu = case.backend.kind == BackendKind::Cpu;
-    let arrays = if on_cpu { 3 } else { 1 } * equations;
-    let needed = (arrays as u128) * (layout.len as u128) * bytes;
     println!(
         "case {} ({}), {}D {:?}, {}: {} interior nodes, {} equations",
         case.case.name,
@@ -59,24 +48,18 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
         let threads = cpu_threads(&case.backend, &world).map_err(invalid)?;
         println!("cpu: {threads} threads ({} cores)", cores());
     }
-    let available = available_memory();
+    let available = memory::available();
     println!(
-        "host memory: {:.3} GiB of state ({arrays} arrays of {} values){}",
-        needed as f64 / GIB,
-        layout.len,
+        "host memory: {:.3} GiB at the peak ({} copies of the state, {} values per variable){}",
+        size.gib(),
+        size.copies,
+        size.values,
         available.map_or(String::new(), |a| format!(
-            "; {:.1} GiB available on this machine",
-            a as f64 / GIB
+            "; {:.1} GiB available to this process",
+            a as f64 / memory::GIB
         ))
     );
-    if let Some(available) = available.filter(|a| needed > *a as u128) {
-        return Err(Failure::input(format!(
-            "{}: the state needs {:.1} GiB, {:.1} GiB are available",
-            case.case.name,
-            needed as f64 / GIB,
-            available as f64 / GIB
-        )));
-    }
+    size.fits(&case.case.name, available)?;
     if case.backend.kind != BackendKind::Cpu {
         match cuda_probe() {
             Ok(device) => println!("cuda: {device}"),
@@ -107,23 +90,5 @@ fn output_state(job: &Job) -> String {
     match job.out.join(checkpoint::FILE_NAME).exists() {
         true => format!("{dir} (holds a checkpoint, {replaced})"),
         false => format!("{dir} (exists, no checkpoint)"),
-    }
-}
-
-/// Bytes of memory available to this process: the smaller of Linux's `MemAvailable` and the
-/// cgroup's limit, where they can be read.
-fn available_memory() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
-    let available = meminfo.as_deref().and_then(|text| {
-        let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kib * 1024)
-    });
-    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
-        .ok()
-        .and_then(|t| t.trim().parse::<u64>().ok());
-    match (available, cgroup) {
-        (Some(a), Some(c)) => Some(a.min(c)),
-        (a, c) => a.or(c),
     }
 }

@@ -5,6 +5,7 @@ mod cases;
 mod check;
 mod info;
 mod input;
+mod memory;
 mod plot;
 mod progress;
 mod results;

@@ -1,6 +1,7 @@
 //! `ferroflow run`: solve a case, with progress, checkpoints, signals and result files.
 use crate::backends::{cpu_threads, make_backend};
 use crate::input::{LoadedCase, Override, DEFAULT_CASE};
+use crate::memory::{self, StateSize};
 use crate::progress::{Mode, Reporter, Work};
 use crate::results::OutputDir;
 use crate::signals::Interrupt;
@@ -270,17 +271,25 @@ impl<'a, R: Real> Session<'a, R> {
         })
     }
 
-    /// The problem on its backend (with the restart's state) and the driver's record.
+    /// The problem on its backend (with the restart's state) and the driver's record. The
+    /// memory the state needs is checked before any of it is allocated.
     fn prepare(job: &Job) -> Result<Prepared<R>, Failure> {
         let case = &job.loaded.case;
-        let stop = case.stop().map_err(|e| job.loaded.invalid(&e))?;
-        let problem = case.problem::<R>().map_err(|e| job.loaded.invalid(&e))?;
+        let invalid = |e| job.loaded.invalid(&e);
+        let stop = case.stop().map_err(invalid)?;
         let decomposition = case
             .decomposition(job.world.rank_size().1)
-            .map_err(|e| job.loaded.invalid(&e))?;
+            .map_err(invalid)?;
         if case.backend.kind != BackendKind::Cuda {
-            cpu_threads(&case.backend, job.world).map_err(|e| job.loaded.invalid(&e))?;
+            cpu_threads(&case.backend, job.world).map_err(invalid)?;
         }
+        // The processes on this machine (each holding the whole state) share its memory.
+        let equations = memory::stand_in::<R>(case).map_err(invalid)?.equations();
+        let share = memory::available().map(|a| a / job.world.here() as u64);
+        StateSize::of(case, equations, decomposition.count())
+            .map_err(invalid)?
+            .fits(&case.case.name, share)?;
+        let problem = case.problem::<R>().map_err(invalid)?;
         let (mut backend, backend_line) = make_backend(
             &problem,
             &case.backend,

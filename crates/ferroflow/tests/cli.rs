@@ -773,8 +773,10 @@ fn check_validates_and_sizes_a_case_without_running_or_writing() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    // 4 variables × 3 arrays of (65 + 4)³ padded to 72-value rows, 8 bytes each.
-    let bytes = 12 * 72 * 69 * 69 * 8;
+    // 4 variables × 5 copies (the initial state, the two buffers iterated between, and at
+    // checkpoints a downloaded state and its encoding) of (65 + 4)³ padded to 72-value rows,
+    // 8 bytes each.
+    let bytes = 20 * 72 * 69 * 69 * 8;
     let gib = format!("{:.3} GiB", bytes as f64 / (1u64 << 30) as f64);
     assert!(text.contains(&gib), "{gib} not in: {text}");
     assert!(text.contains("will be created"), "{text}");
@@ -895,4 +897,61 @@ fn thread_counts_are_bounded_and_blocks_share_one_pool() {
         log.contains("cpu, 1764 blocks [42, 42], 1 thread shared"),
         "{log}"
     );
+}
+
+#[test]
+fn a_state_larger_than_memory_is_refused_before_it_is_allocated() {
+    let tmp = TempDir::new().unwrap();
+    for command in ["run", "check"] {
+        let start = std::time::Instant::now();
+        let (code, err) = stderr_of(ferroflow(tmp.path()).args([
+            command,
+            "--set",
+            "grid.nodes=[100000,100000]",
+            "--out",
+            "out",
+        ]));
+        assert_eq!(code, Some(2), "{command}: {err}");
+        assert!(
+            err.contains("the state needs") && err.contains("GiB are available"),
+            "{err}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{command} allocated"
+        );
+        assert!(!tmp.path().join("out").exists());
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+#[ignore = "needs root and a writable memory cgroup (v1 or v2)"]
+fn a_state_larger_than_the_cgroup_limit_is_refused() {
+    let tmp = TempDir::new().unwrap();
+    let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let (group, limit) = match v2 {
+        true => (Path::new("/sys/fs/cgroup/ferroflow-test"), "memory.max"),
+        false => (
+            Path::new("/sys/fs/cgroup/memory/ferroflow-test"),
+            "memory.limit_in_bytes",
+        ),
+    };
+    fs::create_dir_all(group).unwrap();
+    fs::write(group.join(limit), (2u64 << 30).to_string()).unwrap();
+    // Under 2 GiB, [20000, 20000] was killed by the kernel (137) without a word.
+    let out = std::process::Command::new("sh")
+        .current_dir(tmp.path())
+        .arg("-c")
+        .arg(format!(
+            "echo $$ > {}/cgroup.procs && exec {} run --set 'grid.nodes=[20000,20000]' --out out",
+            group.display(),
+            env!("CARGO_BIN_EXE_ferroflow")
+        ))
+        .output()
+        .unwrap();
+    let _ = fs::remove_dir(group);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("2.0 GiB are available"), "{err}");
 }
