@@ -32,7 +32,9 @@ Examples:
 Results: fields.vti (open in ParaView), summary.json, residuals.csv, centerline_u.csv,
 centerline_v.csv, residuals.png, centerlines.png, run.log, case.resolved.toml, checkpoint.ffcp.
 Exit codes: 0 done (converged or iteration limit), 1 runtime failure, 2 bad input,
-3 diverged, 130 interrupted (Ctrl-C, SIGTERM; a checkpoint is written).")]
+3 diverged, 130 interrupted.
+Ctrl-C (or SIGTERM) stops at the next residual check and writes a checkpoint and the
+results; a second Ctrl-C aborts at once without them (a checkpoint written earlier stays).")]
 pub struct RunArgs {
     /// Case file (TOML) or built-in case name [default: cavity2d-re100, or with --restart the
     /// checkpoint's case].
@@ -87,7 +89,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 
 /// The job the arguments describe.
 pub fn job(args: RunArgs, world: &World) -> Result<Job<'_>, Failure> {
-    let interrupt = Interrupt::install().map_err(Failure::runtime)?;
+    let interrupt = Interrupt::install(world.is_root()).map_err(Failure::runtime)?;
     let restart = args.restart.as_deref().map(read_checkpoint).transpose()?;
     // The flags are shorthands for overrides, applied after the --set ones.
     let mut overrides = args.set;

@@ -159,7 +159,7 @@ fn cavity(cases: Vec<String>, out: &Path, set: &[Override]) -> Result<(), Failur
     } else {
         cases
     };
-    let interrupt = Interrupt::install().map_err(Failure::runtime)?;
+    let interrupt = Interrupt::install(true).map_err(Failure::runtime)?;
     // Each run reports as it ends; the table at the end gathers them.
     let mut summaries = Vec::new();
     for name in cases {

@@ -955,3 +955,78 @@ fn a_state_larger_than_the_cgroup_limit_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("2.0 GiB are available"), "{err}");
 }
+
+#[test]
+fn ctrl_c_is_acknowledged_at_once_and_a_second_aborts_without_a_checkpoint() {
+    let tmp = TempDir::new().unwrap();
+    let out = tmp.path().join("out");
+    // Checks (and so the stop the first Ctrl-C asks for) a million iterations apart.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ferroflow"))
+        .current_dir(tmp.path())
+        .args(["run", "--set", "numerics.check_interval=1000000"])
+        .args(["--set", "numerics.max_iterations=100000000", "--out", "out"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (lines, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines() {
+            let _ = lines.send(line.unwrap());
+        }
+    });
+    // Iterating once the first check is logged.
+    wait_for(&out.join("run.log"), Duration::from_secs(60));
+    let first_check = Duration::from_secs(60);
+    let start = std::time::Instant::now();
+    while !fs::read_to_string(out.join("run.log"))
+        .unwrap()
+        .contains("iter ")
+    {
+        assert!(start.elapsed() < first_check, "no first check");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let interrupt = || {
+        let pid = child.id().to_string();
+        assert!(std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success());
+    };
+    interrupt();
+    let acknowledged = loop {
+        let line = seen
+            .recv_timeout(Duration::from_secs(5))
+            .expect("no acknowledgement");
+        if line.contains("Ctrl-C:") {
+            break line;
+        }
+    };
+    assert!(
+        acknowledged.contains("stopping at the next residual check")
+            && acknowledged.contains("press Ctrl-C again to abort"),
+        "{acknowledged}"
+    );
+    interrupt();
+    let status = wait_exit(&mut child, Duration::from_secs(10), "the second Ctrl-C");
+    assert_eq!(status.code(), Some(130));
+    let said: Vec<String> = seen.try_iter().collect();
+    assert!(
+        said.iter().any(|l| l.contains("aborted at once")),
+        "{said:?}"
+    );
+    // As --help says: without a checkpoint or results.
+    assert!(!out.join("checkpoint.ffcp").exists() && !out.join("summary.json").exists());
+    let help = ferroflow(tmp.path())
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(
+        help.contains("a second Ctrl-C aborts at once without them"),
+        "{help}"
+    );
+}
