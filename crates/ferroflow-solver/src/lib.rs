@@ -1,7 +1,8 @@
 //! ferroflow-solver: the driver, which knows no scheme, case or device. [`Simulation`]
 //! advances a [`ferroflow_core::Backend`] in chunks, watches the residuals (convergence,
-//! divergence, the iteration limit) and calls the [`Callback`]s registered with it when their
-//! [`Schedule`]s fall due: progress, signals, snapshots, checkpoints ([`checkpoint`]).
+//! divergence, stalls, the iteration limit) and calls the [`Callback`]s registered with it
+//! when their [`Schedule`]s fall due: progress, signals, snapshots, checkpoints
+//! ([`checkpoint`]).
 #![deny(missing_docs)]
 
 pub mod checkpoint;
@@ -9,6 +10,7 @@ pub mod simulation;
 mod status;
 
 pub use simulation::{
-    Callback, Flow, Outcome, Progress, RunError, Schedule, Simulation, SolveError, StopCriteria,
+    Callback, Flow, Outcome, Progress, RunError, Schedule, Simulation, SolveError, Stall,
+    StopCriteria,
 };
 pub use status::{write_residuals, Status};

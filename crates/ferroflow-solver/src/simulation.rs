@@ -1,6 +1,8 @@
 //! The pseudo-time driver: advances a backend in chunks, watches residuals, stops on
-//! convergence, divergence, the iteration limit or the observer's request.
-use ferroflow_core::{Backend, BackendError};
+//! convergence, divergence, a stall, the iteration limit or the observer's request.
+use ferroflow_core::{Backend, BackendError, Real};
+use std::collections::VecDeque;
+use std::fmt;
 use std::time::Instant;
 use thiserror::Error;
 
@@ -17,6 +19,23 @@ pub struct StopCriteria {
 
 /// Residual growth (relative to the first iteration) taken as divergence.
 pub const DIVERGENCE_FACTOR: f64 = 1e6;
+
+/// A run has stalled when the largest relative residual has not fallen below (1 −
+/// `STALL_DROP`) times its earlier minimum over the last half of the iterations done, and
+/// over at least [`STALL_CHECKS`] checks. Measured on the built-in cases in f64: over any
+/// such window the residual falls at least 33 % (the 2D cavity at Re = 1000, 387k iterations
+/// with plateaus of thousands) and 42 % (the 3D one); in f32 the cavities at round-off stay
+/// flat, within 0.5 % of their minimum.
+pub const STALL_DROP: f64 = 0.01;
+
+/// The shortest stall window, in checks: the early transients of a run are not stalls.
+pub const STALL_CHECKS: usize = 100;
+
+/// A check whose largest relative residual is more than this many times the lowest of the
+/// run so far is in a transient, not a stall: the residual has grown (that of the
+/// buoyancy-driven cavity 400-fold over its first 1500 iterations, and at Ra = 1e3 twelvefold
+/// over 4500). The stall test compares only the checks after the last such one.
+pub const STALL_TRANSIENT: f64 = 2.0;
 
 /// One row of the residual history.
 #[derive(Debug, Clone, PartialEq)]
@@ -158,16 +177,99 @@ pub enum SolveError {
         /// The offending relative residual.
         value: f64,
     },
+    /// The first iteration's residual norms are all zero or so small that their squares are
+    /// subnormal: nothing measurable moves, so no convergence can be judged.
+    #[error(
+        "the residual norms of the first iteration are zero or subnormal ({norms:?}): nothing \
+         measurable drives the flow, so its convergence cannot be judged"
+    )]
+    Unmeasurable {
+        /// The norms.
+        norms: Vec<f64>,
+    },
     /// The backend failed.
     #[error(transparent)]
     Backend(#[from] BackendError),
 }
 
+/// Where a stalled run stands (see [`STALL_DROP`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stall {
+    /// Iteration of the check that found the stall.
+    pub iteration: usize,
+    /// Iterations over which the residual has not fallen.
+    pub window: usize,
+    /// The lowest largest relative residual of the run: the level it stalled at.
+    pub level: f64,
+    /// The first check at which the largest relative residual was at `level`.
+    pub level_at: usize,
+    /// The equation with the largest residual at the stall.
+    pub variable: String,
+    /// Machine epsilon of the run's precision.
+    pub epsilon: f64,
+    /// The precision's name.
+    pub precision: &'static str,
+}
+
+impl Stall {
+    /// Whether the level is in the round-off range of the precision (at most √ε): sums of
+    /// terms rounded to ε, relative to a first residual that the grid makes smaller than the
+    /// terms, do not cancel further.
+    pub fn at_round_off(&self) -> bool {
+        self.level <= self.epsilon.sqrt()
+    }
+
+    /// The smallest tolerance the run reached: its level rounded up to two significant digits.
+    pub fn reachable_tolerance(&self) -> f64 {
+        let unit = 10f64.powf(self.level.log10().floor() - 1.0);
+        let rounded = (self.level / unit).ceil() * unit;
+        // The product may round below the level; the next step up does not.
+        if rounded < self.level {
+            rounded + unit
+        } else {
+            rounded
+        }
+    }
+}
+
+impl fmt::Display for Stall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "stalled at iteration {}: the largest relative residual ({}) has stayed at about \
+             {:.2e} (its lowest, first reached at iteration {}) for the last {} iterations; ",
+            self.iteration, self.variable, self.level, self.level_at, self.window
+        )?;
+        let units = self.level / self.epsilon;
+        if self.at_round_off() {
+            write!(
+                f,
+                "that is {units:.0} epsilon of {}, the round-off level of the precision",
+                self.precision
+            )?;
+        } else {
+            write!(
+                f,
+                "that is {units:.1e} epsilon of {}, far above its round-off: the iteration \
+                 itself has stopped making progress",
+                self.precision
+            )?;
+        }
+        write!(
+            f,
+            "; a tolerance of {:.1e} would have been reached",
+            self.reachable_tolerance()
+        )
+    }
+}
+
 /// How a run ended (divergence and failures are errors).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     /// Residuals fell below the tolerance.
     pub converged: bool,
+    /// The residuals stopped falling before the tolerance.
+    pub stalled: Option<Stall>,
     /// The observer asked to stop.
     pub interrupted: bool,
     /// Wall time of this call, seconds.
@@ -216,15 +318,29 @@ impl Simulation {
             .history
             .last()
             .is_some_and(|h| self.is_converged(&h.relative));
+        // A continued run judges stalls on its whole history, as one never stopped would.
+        let shortest = STALL_CHECKS * self.stop.check_interval;
+        let mut watch = StallWatch::default();
+        for k in 1..=self.history.len() {
+            watch.stalled(&self.history[..k], shortest);
+        }
+        let mut stalled = None;
         let (mut interrupted, mut checked) = (false, false);
-        while !converged && self.iteration < self.stop.max_iterations && !interrupted {
+        while !converged
+            && stalled.is_none()
+            && self.iteration < self.stop.max_iterations
+            && !interrupted
+        {
             let relative = self.advance(backend, names)?;
             converged = self.is_converged(&relative);
             self.history.push(HistoryRow {
                 iteration: self.iteration,
                 relative,
             });
-            let last = converged || self.iteration >= self.stop.max_iterations;
+            if !converged && watch.stalled(&self.history, shortest) {
+                stalled = Some(self.stall::<B::Real>(names, &watch));
+            }
+            let last = converged || stalled.is_some() || self.iteration >= self.stop.max_iterations;
             tracing::trace!(iteration = self.iteration, "residual check");
             interrupted = self.call_due(callbacks, &mut next, backend, start, last)?;
             checked = true;
@@ -235,6 +351,7 @@ impl Simulation {
         }
         Ok(Outcome {
             converged,
+            stalled,
             interrupted,
             wall_seconds: start.elapsed().as_secs_f64(),
         })
@@ -294,7 +411,12 @@ impl Simulation {
         };
         let l2 = backend.advance(chunk)?.l2();
         self.iteration += chunk;
-        let initial = self.initial.get_or_insert_with(|| normalisers(&l2));
+        let initial = match &self.initial {
+            Some(initial) => initial,
+            None => self.initial.insert(
+                normalisers(&l2).ok_or_else(|| SolveError::Unmeasurable { norms: l2.clone() })?,
+            ),
+        };
         let relative: Vec<f64> = l2
             .iter()
             .zip(initial.iter())
@@ -317,21 +439,116 @@ impl Simulation {
     fn is_converged(&self, relative: &[f64]) -> bool {
         relative.iter().all(|r| *r <= self.stop.tolerance)
     }
+
+    /// The stall that `watch` found at the last check.
+    fn stall<R: Real>(&self, names: &[&str], watch: &StallWatch) -> Stall {
+        let level = watch.lowest();
+        let level_at = self
+            .history
+            .iter()
+            .find(|h| largest(&h.relative) <= level)
+            .map_or(self.iteration, |h| h.iteration);
+        let last = &self.history[self.history.len() - 1].relative;
+        let worst = (0..last.len()).fold(0, |w, e| if last[e] > last[w] { e } else { w });
+        Stall {
+            iteration: self.iteration,
+            window: self.iteration - watch.start,
+            level,
+            level_at,
+            variable: names.get(worst).unwrap_or(&"?").to_string(),
+            epsilon: R::epsilon().f64(),
+            precision: R::NAME,
+        }
+    }
+}
+
+/// The largest relative residual of a check: the one the tolerance waits for.
+fn largest(relative: &[f64]) -> f64 {
+    relative.iter().cloned().fold(0.0, f64::max)
+}
+
+/// The stall test of [`STALL_DROP`], kept as the history grows: the minimum before the window
+/// (since the last transient, see [`STALL_TRANSIENT`]) and a queue of the window's rows whose
+/// values increase (its front is the window's minimum).
+#[derive(Default)]
+struct StallWatch {
+    /// The lowest value of the run.
+    lowest: Option<f64>,
+    /// Rows of the history before the window, or up to the end of the last transient.
+    before_rows: usize,
+    /// Their minimum (none while there are none).
+    before: Option<f64>,
+    /// `(row, value)` candidates for the window's minimum, values increasing.
+    window: VecDeque<(usize, f64)>,
+    /// Iteration at which the window starts.
+    start: usize,
+}
+
+impl StallWatch {
+    /// Takes the last row of `history` into account; returns whether the run has stalled.
+    /// The window (the last half of the iterations, at least `shortest`) only moves forward.
+    fn stalled(&mut self, history: &[HistoryRow], shortest: usize) -> bool {
+        let row = history.len() - 1;
+        let (iteration, value) = (history[row].iteration, largest(&history[row].relative));
+        let lowest = self.lowest.map_or(value, |l| l.min(value));
+        if value > STALL_TRANSIENT * lowest {
+            *self = StallWatch {
+                lowest: Some(lowest),
+                before_rows: row + 1,
+                ..StallWatch::default()
+            };
+            return false;
+        }
+        self.lowest = Some(lowest);
+        while self.window.back().is_some_and(|&(_, v)| v >= value) {
+            self.window.pop_back();
+        }
+        self.window.push_back((row, value));
+        self.start = iteration.saturating_sub(shortest.max(iteration / 2));
+        while self.before_rows < row && history[self.before_rows].iteration <= self.start {
+            let v = largest(&history[self.before_rows].relative);
+            self.before = Some(self.before.map_or(v, |b| b.min(v)));
+            if self
+                .window
+                .front()
+                .is_some_and(|&(r, _)| r == self.before_rows)
+            {
+                self.window.pop_front();
+            }
+            self.before_rows += 1;
+        }
+        match (self.before, self.window.front()) {
+            (Some(before), Some(&(_, inside))) => inside >= (1.0 - STALL_DROP) * before,
+            _ => false,
+        }
+    }
+
+    /// The lowest value of the run: the level a stalled run stays at.
+    fn lowest(&self) -> f64 {
+        self.lowest.unwrap_or(f64::INFINITY)
+    }
+}
+
+/// A norm usable as a normaliser: finite, and its square (as the backends sum it) normal.
+fn measurable(r: f64) -> bool {
+    r.is_finite() && r * r >= f64::MIN_POSITIVE
 }
 
 /// First-iteration norms as normalisers. An equation at rest in the first iteration (e.g. v
-/// in a cavity started from rest) is normalised by the largest first norm instead of zero.
-fn normalisers(first: &[f64]) -> Vec<f64> {
+/// in a cavity started from rest), or whose norm is too small to measure, is normalised by the
+/// largest first norm; none if no norm is measurable (see [`SolveError::Unmeasurable`]).
+fn normalisers(first: &[f64]) -> Option<Vec<f64>> {
     let largest = first
         .iter()
         .cloned()
-        .filter(|x| x.is_finite())
-        .fold(0.0, f64::max);
-    let fallback = if largest > 0.0 { largest } else { 1.0 };
-    first
-        .iter()
-        .map(|&r| if r > 0.0 { r } else { fallback })
-        .collect()
+        .filter(|r| measurable(*r))
+        .reduce(f64::max)?;
+    Some(
+        first
+            .iter()
+            .map(|&r| if measurable(r) { r } else { largest })
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -423,8 +640,188 @@ mod tests {
     }
 
     #[test]
-    fn zero_first_residuals_fall_back_to_the_largest() {
-        assert_eq!(normalisers(&[2.0, 0.0, 0.5]), vec![2.0, 2.0, 0.5]);
-        assert_eq!(normalisers(&[0.0, 0.0]), vec![1.0, 1.0]);
+    fn unmeasurable_first_residuals_fall_back_to_the_largest() {
+        assert_eq!(normalisers(&[2.0, 0.0, 0.5]), Some(vec![2.0, 2.0, 0.5]));
+        // A norm whose square underflows normalises nothing.
+        assert_eq!(normalisers(&[1e-160, 3.0]), Some(vec![3.0, 3.0]));
+        assert_eq!(normalisers(&[0.0, 0.0]), None);
+        assert_eq!(normalisers(&[1e-160, f64::NAN]), None);
+    }
+
+    /// Residual norms given as a function of the iteration count.
+    struct Scripted<F: Fn(usize) -> f64> {
+        iteration: usize,
+        norm: F,
+    }
+
+    fn scripted<F: Fn(usize) -> f64>(norm: F) -> Scripted<F> {
+        Scripted { iteration: 0, norm }
+    }
+
+    impl<F: Fn(usize) -> f64> Backend for Scripted<F> {
+        type Real = f32;
+        fn name(&self) -> &'static str {
+            "scripted"
+        }
+        fn advance(&mut self, iterations: usize) -> Result<Residuals, BackendError> {
+            self.iteration += iterations;
+            let r = (self.norm)(self.iteration);
+            Ok(Residuals {
+                sum_sq: vec![r * r, 0.5 * r * r],
+                nodes: 1,
+            })
+        }
+        fn download(&mut self) -> Result<Fields<f32>, BackendError> {
+            Ok(Fields::zeros(Layout::new(2, [5, 5, 1]), 2))
+        }
+        fn upload(&mut self, _: &Fields<f32>) -> Result<(), BackendError> {
+            Ok(())
+        }
+    }
+
+    fn criteria(tolerance: f64) -> StopCriteria {
+        StopCriteria {
+            tolerance,
+            max_iterations: 100_000,
+            check_interval: 10,
+        }
+    }
+
+    #[test]
+    fn zero_first_residuals_are_not_convergence() {
+        for first in [0.0, 1e-170] {
+            let mut sim = Simulation::new(criteria(1e-3));
+            let e = sim
+                .run_plain(&mut scripted(|_| first), &["p", "u"])
+                .unwrap_err();
+            assert!(matches!(e, SolveError::Unmeasurable { .. }), "{e}");
+            assert!(e.to_string().contains("zero or subnormal"), "{e}");
+        }
+    }
+
+    #[test]
+    fn constant_residuals_stall_after_the_shortest_window() {
+        let mut sim = Simulation::new(criteria(1e-3));
+        let outcome = sim.run_plain(&mut scripted(|_| 2.0), &["p", "u"]).unwrap();
+        let stall = outcome.stalled.unwrap();
+        assert!(!outcome.converged);
+        // Checks at 1, 11, ...: the first whose window of 1000 iterations starts at the first.
+        assert_eq!((stall.iteration, stall.window), (1001, 1000));
+        assert_eq!((stall.level, stall.level_at), (1.0, 1));
+        assert_eq!(stall.variable, "p");
+        assert!(!stall.at_round_off());
+        let text = stall.to_string();
+        assert!(text.contains("far above its round-off"), "{text}");
+        assert!(
+            text.contains("a tolerance of 1.0e0 would have been reached"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn plateaus_shorter_than_half_the_run_are_no_stall() {
+        // Steps of 10 % after plateaus of 900 iterations, down to the tolerance at 59k.
+        let staircase = |i: usize| 0.9f64.powi((i / 900) as i32) * 1e-2;
+        let mut sim = Simulation::new(criteria(1e-3));
+        let outcome = sim
+            .run_plain(&mut scripted(staircase), &["p", "u"])
+            .unwrap();
+        assert!(outcome.converged && outcome.stalled.is_none());
+        // The same steps once they take longer than half the run: a stall, at the plateau.
+        let slowing = |i: usize| 0.9f64.powi((i as f64).sqrt() as i32 / 30);
+        let mut sim = Simulation::new(criteria(1e-6));
+        let outcome = sim.run_plain(&mut scripted(slowing), &["p", "u"]).unwrap();
+        let stall = outcome.stalled.unwrap();
+        assert!(stall.window >= stall.iteration / 2);
+        assert!(sim.iteration < 100_000);
+    }
+
+    #[test]
+    fn transients_are_no_stall() {
+        // Grows 388-fold over 1500 iterations, then falls tenfold every 4000, as the residual
+        // of the buoyancy-driven cavity does.
+        let transient = |i: usize| match i {
+            0..1500 => 1.0 + 387.0 * i as f64 / 1500.0,
+            _ => 388.0 * 10f64.powf(-((i - 1500) as f64) / 4000.0),
+        };
+        // Or first falls thirtyfold, then grows twelvefold over 4500 iterations, as at Ra = 1e3.
+        let dip = |i: usize| match i {
+            0..100 => 1.0 - 0.97 * i as f64 / 100.0,
+            100..4600 => 0.03 + 0.33 * (i - 100) as f64 / 4500.0,
+            _ => 0.36 * 10f64.powf(-((i - 4600) as f64) / 4000.0),
+        };
+        for norm in [&transient as &dyn Fn(usize) -> f64, &dip] {
+            let mut sim = Simulation::new(criteria(1e-3));
+            let outcome = sim.run_plain(&mut scripted(norm), &["p", "u"]).unwrap();
+            assert!(outcome.converged && outcome.stalled.is_none());
+        }
+        // Stuck after the transient: a stall, at its level.
+        let stuck = |i: usize| transient(i.min(12_000));
+        let mut sim = Simulation::new(criteria(1e-3));
+        let stall = sim
+            .run_plain(&mut scripted(stuck), &["p", "u"])
+            .unwrap()
+            .stalled;
+        assert_eq!(
+            stall.map(|s| s.level),
+            Some(transient(12_000) / transient(1))
+        );
+    }
+
+    #[test]
+    fn a_continued_run_stalls_where_an_unbroken_one_does() {
+        let noisy =
+            |i: usize| 1e-7 * (1.0 + 0.3 * ((i / 10) as f64).sin()) + 10f64.powi(-(i as i32) / 300);
+        let mut whole = Simulation::new(criteria(1e-9));
+        let expected = whole.run_plain(&mut scripted(noisy), &["p", "u"]).unwrap();
+        let expected = expected.stalled.unwrap();
+
+        let mut parts = Simulation::new(criteria(1e-9));
+        let mut backend = scripted(noisy);
+        let mut stop_at = |p: &Progress, _: &mut Scripted<_>| -> Result<Flow, ()> {
+            Ok(match p.iteration() == 2001 {
+                true => Flow::Stop,
+                false => Flow::Continue,
+            })
+        };
+        let first = parts
+            .run(
+                &mut backend,
+                &["p", "u"],
+                &mut [Callback::new(Schedule::EveryCheck, &mut stop_at)],
+            )
+            .unwrap();
+        assert!(first.interrupted && first.stalled.is_none());
+        let rest = parts.run_plain(&mut backend, &["p", "u"]).unwrap();
+        assert_eq!(rest.stalled.unwrap(), expected);
+        // A level near the round-off of f32, and the tolerance that it reached.
+        assert!(expected.at_round_off(), "{expected}");
+        assert!(expected.reachable_tolerance() >= expected.level);
+        assert!(expected.reachable_tolerance() < 1.1 * expected.level);
+        assert!(expected
+            .to_string()
+            .contains("round-off level of the precision"));
+    }
+
+    #[test]
+    fn reachable_tolerances_round_up_to_two_digits() {
+        let stall = |level| Stall {
+            iteration: 0,
+            window: 0,
+            level,
+            level_at: 0,
+            variable: "p".into(),
+            epsilon: f32::EPSILON as f64,
+            precision: "f32",
+        };
+        assert_eq!(
+            format!("{:e}", stall(3.561e-7).reachable_tolerance()),
+            "3.6e-7"
+        );
+        assert_eq!(
+            format!("{:.1e}", stall(3.6e-7).reachable_tolerance()),
+            "3.6e-7"
+        );
+        assert!(stall(3e-4).at_round_off() && !stall(4e-4).at_round_off());
     }
 }

@@ -12,6 +12,9 @@ pub enum Status {
     Converged,
     /// The iteration limit came first.
     MaxIterations,
+    /// The residuals stopped falling before they reached the tolerance (see
+    /// [`crate::simulation::STALL_DROP`]).
+    Stalled,
     /// Stopped by a signal (Ctrl-C, SIGTERM); a checkpoint allows continuing.
     Interrupted,
     /// Residuals became non-finite or grew without bound.

@@ -36,7 +36,7 @@ Examples:
   ferroflow cases show cavity3d-re100 > my-case.toml     # start a new case from a built-in one
   ferroflow info                                  # version, CPU threads, GPU backends
 
-Exit codes: 0 done, 1 runtime failure, 2 bad input, 3 diverged, 130 interrupted.
+Exit codes: 0 done, 1 runtime failure, 2 bad input, 3 diverged, 4 stalled, 130 interrupted.
 Diagnostics of the libraries (kernel cache hits, compile times, tuning): FERROFLOW_LOG=debug."
 )]
 struct Cli {
@@ -103,6 +103,13 @@ impl Failure {
             message: message.to_string(),
         }
     }
+    /// The residuals stopped falling before the tolerance: exit code 4.
+    pub fn stalled(message: impl ToString) -> Failure {
+        Failure {
+            code: 4,
+            message: message.to_string(),
+        }
+    }
     /// Stopped by SIGINT or SIGTERM: exit code 130, as a shell reports Ctrl-C.
     pub fn interrupted(message: impl ToString) -> Failure {
         Failure {
@@ -134,10 +141,10 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            let label = if f.code == 130 {
-                "interrupted"
-            } else {
-                "error"
+            let label = match f.code {
+                4 => "not converged",
+                130 => "interrupted",
+                _ => "error",
             };
             // In an MPI job one process reports a failure, the others fail silently.
             if !f.message.is_empty() {

@@ -14,7 +14,7 @@ use ferroflow_cases::summary::{RunRecord, Summary};
 use ferroflow_core::{Backend, Fields, Real};
 use ferroflow_solver::checkpoint::{self, Checkpoint};
 use ferroflow_solver::Status;
-use ferroflow_solver::{Callback, Flow, RunError, Schedule, Simulation, SolveError};
+use ferroflow_solver::{Callback, Flow, RunError, Schedule, Simulation, SolveError, Stall};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -32,7 +32,8 @@ Examples:
 Results: fields.vti (open in ParaView), summary.json, residuals.csv, centerline_u.csv,
 centerline_v.csv, residuals.png, centerlines.png, run.log, case.resolved.toml, checkpoint.ffcp.
 Exit codes: 0 done (converged or iteration limit), 1 runtime failure, 2 bad input,
-3 diverged, 130 interrupted.
+3 diverged, 4 stalled (the residuals stopped falling before the tolerance;
+results and checkpoint are written), 130 interrupted.
 Ctrl-C (or SIGTERM) stops at the next residual check and writes a checkpoint and the
 results; a second Ctrl-C aborts at once without them (a checkpoint written earlier stays).")]
 pub struct RunArgs {
@@ -169,8 +170,8 @@ pub fn execute(job: Job) -> Result<Option<Summary>, Failure> {
 
 fn execute_in<R: Real>(job: &Job) -> Result<Option<Summary>, Failure> {
     let mut session = Session::<R>::start(job)?;
-    let status = session.iterate()?;
-    session.finish(status)
+    let (status, stall) = session.iterate()?;
+    session.finish(status, stall)
 }
 
 /// A run in progress: the problem on its backend, the driver's record, the output directory.
@@ -329,11 +330,11 @@ impl<'a, R: Real> Session<'a, R> {
         Ok((out, report))
     }
 
-    /// Iterates to convergence, the iteration limit or a signal; the driver calls the
+    /// Iterates to convergence, a stall, the iteration limit or a signal; the driver calls the
     /// progress report, the signal check, the snapshot and the checkpoint writers when they
     /// are due. After divergence it writes the summary and residual history (no fields),
     /// keeps the last checkpoint and fails with exit code 3.
-    fn iterate(&mut self) -> Result<Status, Failure> {
+    fn iterate(&mut self) -> Result<(Status, Option<Stall>), Failure> {
         let (job, problem, resolved) = (self.job, &self.problem, &self.resolved);
         let (world, output) = (job.world, &job.loaded.case.output);
         let (out, report, earlier) = (&mut self.out, &mut self.report, self.wall_seconds);
@@ -383,17 +384,25 @@ impl<'a, R: Real> Session<'a, R> {
         let outcome = match result {
             Ok(outcome) => outcome,
             Err(RunError::Solve(e @ SolveError::Diverged { .. })) => return Err(self.diverged(e)),
+            Err(RunError::Solve(e @ SolveError::Unmeasurable { .. })) => {
+                let message = format!("{}: {e}", job.loaded.case.case.name);
+                self.report.log(&message);
+                return Err(Failure::input(message));
+            }
             Err(RunError::Solve(e)) => return Err(world.fail_alone(Failure::runtime(e))),
             Err(RunError::Callback(failure)) => return Err(failure),
         };
         self.wall_seconds += outcome.wall_seconds;
-        Ok(if outcome.converged {
+        let status = if outcome.converged {
             Status::Converged
+        } else if outcome.stalled.is_some() {
+            Status::Stalled
         } else if self.sim.iteration >= self.sim.stop.max_iterations {
             Status::MaxIterations
         } else {
             Status::Interrupted
-        })
+        };
+        Ok((status, outcome.stalled))
     }
 
     /// The current state with pressure referenced, as results show it.
@@ -431,8 +440,9 @@ impl<'a, R: Real> Session<'a, R> {
         Failure::diverged(message)
     }
 
-    /// Writes the results and says how the run ended; an interrupted run fails with 130.
-    fn finish(mut self, status: Status) -> Result<Option<Summary>, Failure> {
+    /// Writes the results and says how the run ended; a stalled run fails with exit code 4,
+    /// an interrupted one with 130.
+    fn finish(mut self, status: Status, stall: Option<Stall>) -> Result<Option<Summary>, Failure> {
         self.report.finish();
         let fields = self.fields()?;
         let summary = match &self.out {
@@ -445,6 +455,11 @@ impl<'a, R: Real> Session<'a, R> {
         let dir = self.job.out.display();
         if let Some(summary) = &summary {
             self.tell(summary, status);
+        }
+        if let Some(stall) = stall {
+            let message = format!("{stall} (numerics.tolerance); results and checkpoint in {dir}");
+            self.report.log(&message);
+            return Err(Failure::stalled(message));
         }
         if status == Status::Interrupted {
             let message = format!(
@@ -463,6 +478,7 @@ impl<'a, R: Real> Session<'a, R> {
         let verdict = match status {
             Status::Converged => "converged",
             Status::MaxIterations => "NOT converged (iteration limit)",
+            Status::Stalled => "NOT converged (stalled)",
             Status::Interrupted | Status::Diverged => "stopped",
         };
         self.report.note(&format!(
