@@ -1,8 +1,8 @@
 //! ferroflow-cases: what a user runs. The case-file schema and its validation ([`case`]), the
 //! built-in problems (lid-driven [`cavity`], buoyancy-driven [`convection`], manufactured
 //! solutions [`mms`]), published reference data ([`reference`]), what a run's fields show
-//! ([`post`]), the summary of a run ([`summary`]) and the key tables of `docs/cases.md`
-//! ([`docs`]).
+//! ([`post`]), the summary of a run ([`summary`]), whether the scheme resolves a case
+//! ([`resolvable`]) and the key tables of `docs/cases.md` ([`docs`]).
 #![deny(missing_docs)]
 
 pub mod case;
@@ -12,6 +12,7 @@ pub mod docs;
 pub mod mms;
 pub mod post;
 pub mod reference;
+pub mod resolvable;
 pub mod summary;
 
 pub use case::{Case, CaseError};

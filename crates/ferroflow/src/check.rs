@@ -6,8 +6,10 @@ use crate::memory::{self, StateSize};
 use crate::run::{job, Job, RunArgs};
 use crate::world::World;
 use crate::Failure;
-use ferroflow_cases::case::{BackendKind, CaseKind};
-use ferroflow_core::Layout;
+use ferroflow_cases::case::{BackendKind, CaseKind, Precision};
+use ferroflow_cases::resolvable::check_resolvable;
+use ferroflow_cases::Case;
+use ferroflow_core::{Layout, ProblemError, Real, MIN_NODES};
 use ferroflow_solver::checkpoint;
 
 pub fn check(args: RunArgs) -> Result<(), Failure> {
@@ -17,9 +19,11 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
     let invalid = |e| loaded.invalid(&e);
     let stop = case.stop().map_err(invalid)?;
     let decomposition = case.decomposition(1).map_err(invalid)?;
-    // The physics is validated by the code that builds the problem, on a stand-in grid: the
-    // real grid is only sized, never allocated.
-    let equations = memory::stand_in::<f64>(case).map_err(invalid)?.equations();
+    let equations = match case.backend.precision {
+        Precision::F64 => validate::<f64>(case),
+        Precision::F32 => validate::<f32>(case),
+    }
+    .map_err(invalid)?;
     let size = StateSize::of(case, equations, decomposition.count()).map_err(invalid)?;
     let layout = Layout::new(case.grid.dim, case.nodes().map_err(invalid)?);
     println!(
@@ -91,4 +95,17 @@ fn output_state(job: &Job) -> String {
         true => format!("{dir} (holds a checkpoint, {replaced})"),
         false => format!("{dir} (exists, no checkpoint)"),
     }
+}
+
+/// Validates the physics of `case` in precision `R` as building its problem does, on a
+/// stand-in grid with the real grid's spacing (on which whether the scheme resolves the case
+/// depends); returns the number of equations.
+fn validate<R: Real>(case: &Case) -> Result<usize, ProblemError> {
+    let mut problem = memory::stand_in::<R>(case)?;
+    let nodes = case.nodes()?;
+    for d in 0..case.grid.dim {
+        problem.spacing[d] *= (MIN_NODES - 1) as f64 / (nodes[d] - 1) as f64;
+    }
+    check_resolvable(case, &problem)?;
+    Ok(problem.equations())
 }

@@ -10,6 +10,7 @@ use crate::Failure;
 use clap::Args;
 use ferroflow_ac::Problem;
 use ferroflow_cases::case::{BackendKind, CaseKind, Precision};
+use ferroflow_cases::resolvable::check_resolvable;
 use ferroflow_cases::summary::{RunRecord, Summary};
 use ferroflow_core::{Backend, Fields, Real};
 use ferroflow_solver::checkpoint::{self, Checkpoint};
@@ -293,6 +294,7 @@ impl<'a, R: Real> Session<'a, R> {
             .map_err(invalid)?
             .fits(&case.case.name, share)?;
         let problem = case.problem::<R>().map_err(invalid)?;
+        check_resolvable(case, &problem).map_err(invalid)?;
         let (mut backend, backend_line) = make_backend(
             &problem,
             &case.backend,

@@ -1140,3 +1140,42 @@ fn slow_default_cases_converge_without_a_false_stall_or_bound() {
         assert_converges(tmp.path(), &["-q", case], case);
     }
 }
+
+#[test]
+fn inputs_whose_residuals_would_vanish_are_refused_before_anything_is_written() {
+    let tmp = TempDir::new().unwrap();
+    // Each once converged "after 1 iteration" with a fluid at rest: the first residuals
+    // underflowed to zero.
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--set", "physics.reynolds=1e300"],
+            "physics.reynolds = 1e300",
+        ),
+        (
+            &["--set", "physics.lid_velocity=1e-80"],
+            "physics.lid_velocity = 1e-80",
+        ),
+        (
+            &["bdc3d", "--set", "physics.viscosity=1e-200"],
+            "physics.viscosity = 1e-200",
+        ),
+        (&["--set", "numerics.cfl=1e-30"], "numerics.cfl = 1e-30"),
+    ];
+    for (args, named) in cases {
+        for command in ["run", "check"] {
+            let (code, err) = stderr_of(
+                ferroflow(tmp.path())
+                    .arg(command)
+                    .args(args)
+                    .args(["--out", "out"]),
+            );
+            assert_eq!(code, Some(2), "{command} {args:?}: {err}");
+            assert!(err.contains(named), "{command} {args:?}: {err}");
+            assert!(
+                err.contains("round-off") || err.contains("underflow"),
+                "{command} {args:?}: {err}"
+            );
+        }
+        assert!(!tmp.path().join("out").exists(), "{args:?} wrote output");
+    }
+}
