@@ -1,10 +1,10 @@
 //! ferroflow-ac: Chorin's artificial-compressibility scheme on structured grids. It defines
 //! the scheme's [`Problem`] (grid, fluid, numerics, walls, optional energy equation), the
 //! per-run constants every backend starts from ([`Coefficients`]), what the scheme can
-//! resolve ([`Unresolvable`]), the iteration written once over the devices' kernels
-//! ([`iteration`]), the CPU backend ([`cpu`]), and how the blocks of a decomposed grid are set
-//! up ([`blocks`]) and driven ([`Decomposed`]). The CUDA backend (`ferroflow-cuda`) implements
-//! [`AcKernels`] too.
+//! resolve and which states are physical ([`Unresolvable`], [`OutOfBounds`]), the iteration
+//! written once over the devices' kernels ([`iteration`]), the CPU backend ([`cpu`]), and how
+//! the blocks of a decomposed grid are set up ([`blocks`]) and driven ([`Decomposed`]). The
+//! CUDA backend (`ferroflow-cuda`) implements [`AcKernels`] too.
 #![deny(missing_docs)]
 
 pub mod blocks;
@@ -19,5 +19,5 @@ pub use blocks::BlockBackend;
 pub use coefficients::Coefficients;
 pub use decomposed::Decomposed;
 pub use iteration::AcKernels;
-pub use limits::Unresolvable;
+pub use limits::{OutOfBounds, Unresolvable, BOUND_MARGIN};
 pub use problem::{Energy, Numerics, Physics, Problem, SideBc};

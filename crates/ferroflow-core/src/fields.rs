@@ -85,4 +85,18 @@ impl<R: Real> Fields<R> {
         }
         found
     }
+
+    /// The node where variable `var` is farthest outside `[lo, hi]`, with its value; none if
+    /// every node is inside.
+    pub fn farthest_outside(&self, var: usize, lo: f64, hi: f64) -> Option<([usize; 3], f64)> {
+        let mut farthest: Option<([usize; 3], f64, f64)> = None;
+        self.layout.for_each_node(|i, j, k, o| {
+            let x = self.vars[var][o].f64();
+            let beyond = (lo - x).max(x - hi);
+            if beyond > 0.0 && farthest.is_none_or(|f| beyond > f.2) {
+                farthest = Some(([i, j, k], x, beyond));
+            }
+        });
+        farthest.map(|(node, x, _)| (node, x))
+    }
 }

@@ -19,6 +19,9 @@ pub enum Status {
     Interrupted,
     /// Residuals became non-finite or grew without bound.
     Diverged,
+    /// The state left the bounds physics gives it (a grid-scale instability that the
+    /// residuals, locked in a checkerboard, do not show).
+    Unstable,
 }
 
 /// Writes the residual history (`iteration,<name>...`).

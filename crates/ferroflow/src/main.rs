@@ -36,7 +36,8 @@ Examples:
   ferroflow cases show cavity3d-re100 > my-case.toml     # start a new case from a built-in one
   ferroflow info                                  # version, CPU threads, GPU backends
 
-Exit codes: 0 done, 1 runtime failure, 2 bad input, 3 diverged, 4 stalled, 130 interrupted.
+Exit codes: 0 done, 1 runtime failure, 2 bad input, 3 diverged or unstable, 4 stalled,
+130 interrupted.
 Diagnostics of the libraries (kernel cache hits, compile times, tuning): FERROFLOW_LOG=debug."
 )]
 struct Cli {

@@ -33,7 +33,7 @@ Examples:
 Results: fields.vti (open in ParaView), summary.json, residuals.csv, centerline_u.csv,
 centerline_v.csv, residuals.png, centerlines.png, run.log, case.resolved.toml, checkpoint.ffcp.
 Exit codes: 0 done (converged or iteration limit), 1 runtime failure, 2 bad input,
-3 diverged, 4 stalled (the residuals stopped falling before the tolerance;
+3 diverged or unstable, 4 stalled (the residuals stopped falling before the tolerance;
 results and checkpoint are written), 130 interrupted.
 Ctrl-C (or SIGTERM) stops at the next residual check and writes a checkpoint and the
 results; a second Ctrl-C aborts at once without them (a checkpoint written earlier stays).")]
@@ -263,6 +263,15 @@ impl<'a, R: Real> Session<'a, R> {
                 cavity.velocity_scale()
             ));
         }
+        let limit = problem.stable_cfl_at_rest();
+        if case.numerics.cfl > limit {
+            report.note(&format!(
+                "warning: numerics.cfl = {} is above {limit:.3}, the stability limit of the state \
+                 at rest on this grid: a grid-scale checkerboard may grow (with the energy \
+                 equation the run then ends as unstable)",
+                case.numerics.cfl
+            ));
+        }
         Ok(Session {
             job,
             problem,
@@ -342,7 +351,7 @@ impl<'a, R: Real> Session<'a, R> {
         let (out, report, earlier) = (&mut self.out, &mut self.report, self.wall_seconds);
         let checkpoint_path = out.as_ref().map(|o| o.join(checkpoint::FILE_NAME));
         type B<R> = dyn Backend<Real = R>;
-        let mut callbacks: [Callback<B<R>, Failure>; 3] = [
+        let mut callbacks: [Callback<B<R>, Halt>; 3] = [
             Callback::new(Schedule::EveryCheck, |p, _| {
                 report.update(p.iteration(), p.relative());
                 // Processes may see a signal at different checks: all stop when any has one.
@@ -371,6 +380,14 @@ impl<'a, R: Real> Session<'a, R> {
                     // The raw state (pressure as the backend keeps it), so that the
                     // continuation is bitwise the same.
                     let state = download(backend, world)?;
+                    // Only a physical state is kept: a checkerboard the residuals do not show
+                    // ends the run here, with the last good checkpoint.
+                    if let Err(e) = problem.check_bounds(&state) {
+                        return Err(Halt::Unstable(format!(
+                            "unstable at iteration {}: {e}",
+                            p.iteration()
+                        )));
+                    }
                     let written = checkpoint_path.as_ref().map_or(Ok(()), |path| {
                         checkpoint::save(path, resolved, p.sim, earlier + p.elapsed, &state)
                     });
@@ -385,14 +402,19 @@ impl<'a, R: Real> Session<'a, R> {
         drop(callbacks);
         let outcome = match result {
             Ok(outcome) => outcome,
-            Err(RunError::Solve(e @ SolveError::Diverged { .. })) => return Err(self.diverged(e)),
+            Err(RunError::Solve(e @ SolveError::Diverged { .. })) => {
+                return Err(self.diverged(Status::Diverged, e))
+            }
+            Err(RunError::Callback(Halt::Unstable(e))) => {
+                return Err(self.diverged(Status::Unstable, e))
+            }
             Err(RunError::Solve(e @ SolveError::Unmeasurable { .. })) => {
                 let message = format!("{}: {e}", job.loaded.case.case.name);
                 self.report.log(&message);
                 return Err(Failure::input(message));
             }
             Err(RunError::Solve(e)) => return Err(world.fail_alone(Failure::runtime(e))),
-            Err(RunError::Callback(failure)) => return Err(failure),
+            Err(RunError::Callback(Halt::Failed(failure))) => return Err(failure),
         };
         self.wall_seconds += outcome.wall_seconds;
         let status = if outcome.converged {
@@ -423,12 +445,14 @@ impl<'a, R: Real> Session<'a, R> {
         }
     }
 
-    fn diverged(&mut self, error: SolveError) -> Failure {
+    /// Ends a run that diverged or became unstable (`status`): summary and residual history,
+    /// no fields, the last good checkpoint kept; exit code 3.
+    fn diverged(&mut self, status: Status, error: impl std::fmt::Display) -> Failure {
         self.report.finish();
         let Some(out) = &self.out else {
             return Failure::diverged(error);
         };
-        if let Err(e) = out.write_results(&self.record(Status::Diverged), None) {
+        if let Err(e) = out.write_results(&self.record(status), None) {
             return write_failure(&self.job.out)(e);
         }
         let path = out.join(checkpoint::FILE_NAME);
@@ -481,7 +505,7 @@ impl<'a, R: Real> Session<'a, R> {
             Status::Converged => "converged",
             Status::MaxIterations => "NOT converged (iteration limit)",
             Status::Stalled => "NOT converged (stalled)",
-            Status::Interrupted | Status::Diverged => "stopped",
+            Status::Interrupted | Status::Diverged | Status::Unstable => "stopped",
         };
         self.report.note(&format!(
             "{verdict} after {} iterations ({:.2} s, {:.1} M node updates/s); results in {}",
@@ -510,6 +534,20 @@ impl<'a, R: Real> Session<'a, R> {
                 d.profile, d.max_abs_deviation, d.at, d.source
             ));
         }
+    }
+}
+
+/// Why a callback ended the run.
+enum Halt {
+    /// Something failed.
+    Failed(Failure),
+    /// The state left its physical bounds (see `Problem::check_bounds`).
+    Unstable(String),
+}
+
+impl From<Failure> for Halt {
+    fn from(failure: Failure) -> Halt {
+        Halt::Failed(failure)
     }
 }
 

@@ -6,6 +6,8 @@ use assert_cmd::Command;
 use ferroflow_cases::case::{builtin, KEYS};
 use ferroflow_cases::docs;
 use ferroflow_cases::Case;
+use ferroflow_core::Layout;
+use ferroflow_solver::checkpoint;
 use std::fs;
 use std::path::Path;
 use std::process::{Child, Stdio};
@@ -1177,5 +1179,87 @@ fn inputs_whose_residuals_would_vanish_are_refused_before_anything_is_written() 
             );
         }
         assert!(!tmp.path().join("out").exists(), "{args:?} wrote output");
+    }
+}
+
+/// Runs bdc2d with `args` and returns the exit code, standard error and temperatures of the
+/// last checkpoint (none if none was written).
+fn bdc2d(dir: &Path, n: usize, args: &[&str], out: &str) -> (Option<i32>, String, Vec<f64>) {
+    let nodes = format!("grid.nodes=[{n},{n}]");
+    let (code, err) = stderr_of(
+        ferroflow(dir)
+            .args(["run", "-q", "bdc2d", "--set", &nodes])
+            .args(args)
+            .args(["--out", out]),
+    );
+    let temperatures = checkpoint::load(&dir.join(out).join("checkpoint.ffcp"))
+        .map(|ck| {
+            let layout = Layout::new(2, [n, n, 1]);
+            let state = ck.state::<f64>(layout, 4).unwrap();
+            let mut t = Vec::new();
+            layout.for_each_node(|_, _, _, o| t.push(state.vars[3][o]));
+            t
+        })
+        .unwrap_or_default();
+    (code, err, temperatures)
+}
+
+/// Whether every temperature is within the walls' ±0.5 and 10 % of their difference.
+fn bounded(temperatures: &[f64]) -> bool {
+    !temperatures.is_empty() && temperatures.iter().all(|t| t.abs() <= 0.6)
+}
+
+#[test]
+fn bdc_defaults_stay_bounded_where_the_old_cfl_made_a_checkerboard() {
+    let tmp = TempDir::new().unwrap();
+    // cfl = 1.2 made T a checkerboard far outside the wall temperatures within 1000
+    // iterations at Ra = 1e4 on 129^2 (limit 1.11 at rest) and 2000 at Ra = 1e5 on 257^2
+    // (limit 1.18); the default stays bounded three times as long.
+    for (n, ra, iterations) in [(129, "1e4", "3000"), (257, "1e5", "6000")] {
+        let ra = format!("physics.rayleigh={ra}");
+        let limit = format!("numerics.max_iterations={iterations}");
+        let (code, err, t) = bdc2d(tmp.path(), n, &["--set", &ra, "--set", &limit], "default");
+        assert_eq!(code, Some(0), "{n}^2, {ra}: {err}");
+        assert!(
+            bounded(&t),
+            "{n}^2, {ra}: T reaches {:?}",
+            t.iter().fold(0.0, |a: f64, b| a.max(b.abs()))
+        );
+    }
+    // The old CFL number: the run ends as unstable, naming iteration and variable, and keeps
+    // no checkpoint of the non-physical state.
+    let (code, err, t) = bdc2d(
+        tmp.path(),
+        129,
+        &["--set", "physics.rayleigh=1e4", "--set", "numerics.cfl=1.2"],
+        "old",
+    );
+    assert_eq!(code, Some(3), "{err}");
+    assert!(
+        err.contains("unstable at iteration") && err.contains("T = "),
+        "{err}"
+    );
+    assert!(
+        t.is_empty() || bounded(&t),
+        "a non-physical checkpoint was kept"
+    );
+    let out = tmp.path().join("old");
+    assert_eq!(summary(&out)["status"], "unstable");
+    assert!(!out.join("fields.vti").exists());
+    // The start said so: 1.11 is the limit of the state at rest there.
+    let log = fs::read_to_string(out.join("run.log")).unwrap();
+    assert!(log.contains("numerics.cfl = 1.2 is above 1.11"), "{log}");
+}
+
+#[test]
+#[ignore = "heavy: 513^2 for 3000 iterations at Ra = 1e3 and 1e6, half a minute in release"]
+fn bdc_defaults_stay_bounded_on_513_squared() {
+    let tmp = TempDir::new().unwrap();
+    for ra in ["1e3", "1e6"] {
+        let ra = format!("physics.rayleigh={ra}");
+        let args = ["--set", &ra, "--set", "numerics.max_iterations=3000"];
+        let (code, err, t) = bdc2d(tmp.path(), 513, &args, "fine");
+        assert_eq!(code, Some(0), "{ra}: {err}");
+        assert!(bounded(&t), "{ra}");
     }
 }
