@@ -13,5 +13,6 @@ pub mod mms;
 pub mod post;
 pub mod reference;
 pub mod summary;
+pub mod walls;
 
 pub use case::{Case, CaseError};

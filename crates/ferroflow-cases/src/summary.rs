@@ -84,8 +84,8 @@ impl Summary {
         let updates = run.problem.layout.interior_nodes() as f64 * run.sim.iteration as f64;
         Summary {
             case: run.case.case.name.clone(),
-            dim: run.case.grid.dim,
-            grid: run.case.grid.nodes.clone(),
+            dim: run.case.mesh.dim,
+            grid: run.case.mesh.nodes.clone(),
             precision: R::NAME.into(),
             backend: run.backend.into(),
             iterations: run.sim.iteration,

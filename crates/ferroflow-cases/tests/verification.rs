@@ -104,20 +104,20 @@ fn mms_full_study() {
 fn cavity_deviation(name: &str, nodes: Option<usize>) -> f64 {
     let mut case = builtin(name).unwrap();
     if let Some(n) = nodes {
-        case.grid.nodes = vec![n; case.grid.dim];
+        case.mesh.nodes = vec![n; case.mesh.dim];
     }
     let problem = case.problem::<f64>().unwrap();
     let fields = converge(&problem, case.numerics.tolerance, 0);
     let (u, v) = centrelines(&problem, &fields);
     let re = case.physics.reynolds as u32;
-    let (ref_u, ref_v) = if case.grid.dim == 2 {
+    let (ref_u, ref_v) = if case.mesh.dim == 2 {
         ghia(re).unwrap()
     } else {
         albensoeder_kuhlmann(re).unwrap()
     };
     let (du, at_u) = max_deviation(&u, &ref_u);
     let (dv, at_v) = max_deviation(&v, &ref_v);
-    eprintln!("{name} on {:?}: max |u - ref| = {du:.4} at y = {at_u}, max |v - ref| = {dv:.4} at x = {at_v}", case.grid.nodes);
+    eprintln!("{name} on {:?}: max |u - ref| = {du:.4} at y = {at_u}, max |v - ref| = {dv:.4} at x = {at_v}", case.mesh.nodes);
     du.max(dv)
 }
 
@@ -145,14 +145,14 @@ fn cavity_3d_re1000_against_albensoeder_kuhlmann() {
 /// `change`, to its tolerance and returns its heat-transfer report.
 fn heated_cavity(name: &str, n: usize, change: impl FnOnce(&mut Problem<f64>)) -> HeatTransfer {
     let mut case = builtin(name).unwrap();
-    case.grid.nodes = vec![n; case.grid.dim];
+    case.mesh.nodes = vec![n; case.mesh.dim];
     let mut problem = case.problem::<f64>().unwrap();
     change(&mut problem);
     let fields = converge(&problem, case.numerics.tolerance, 0);
     let report = case.heated_cavity().unwrap().report(&problem, &fields);
     eprintln!(
         "{name} on {n}^{}: Nu hot {:.5}, cold {:.5}, imbalance {:.3e}, {:?}",
-        case.grid.dim,
+        case.mesh.dim,
         report.hot_wall.mean,
         report.cold_wall.mean,
         report.energy_imbalance,

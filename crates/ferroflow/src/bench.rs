@@ -128,7 +128,7 @@ fn problem<R: Real>(args: &BenchArgs, dim: usize, n: usize) -> Result<Problem<R>
             .map_err(Failure::input);
     }
     let mut case = builtin(if dim == 2 { "bdc2d" } else { "bdc3d" }).expect("built-in case");
-    case.grid.nodes = nodes[..dim].to_vec();
+    case.mesh.nodes = nodes[..dim].to_vec();
     case.problem::<R>().map_err(Failure::input)
 }
 

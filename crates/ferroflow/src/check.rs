@@ -5,7 +5,7 @@ use crate::backends::cuda_probe;
 use crate::run::{job, Job, RunArgs};
 use crate::world::World;
 use crate::Failure;
-use ferroflow_cases::case::{BackendKind, CaseKind, Precision};
+use ferroflow_cases::case::{BackendKind, Precision};
 use ferroflow_core::{Layout, MIN_NODES};
 use ferroflow_solver::checkpoint;
 
@@ -21,9 +21,9 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
     // The physics is validated by the code that builds the problem, on the smallest grid of
     // the case's dimension: the real grid is only sized, never allocated.
     let mut small = case.clone();
-    small.grid.nodes = vec![MIN_NODES; case.grid.dim];
+    small.mesh.nodes = vec![MIN_NODES; case.mesh.dim];
     let equations = small.problem::<f64>().map_err(invalid)?.equations();
-    let layout = Layout::new(case.grid.dim, case.nodes().map_err(invalid)?);
+    let layout = Layout::new(case.mesh.dim, case.nodes().map_err(invalid)?);
     let bytes = match case.backend.precision {
         Precision::F64 => 8,
         Precision::F32 => 4,
@@ -36,12 +36,9 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
     println!(
         "case {} ({}), {}D {:?}, {}: {} interior nodes, {} equations",
         case.case.name,
-        match case.case.kind {
-            CaseKind::LidDrivenCavity => "lid-driven cavity",
-            CaseKind::BuoyancyDrivenCavity => "buoyancy-driven cavity",
-        },
-        case.grid.dim,
-        case.grid.nodes,
+        case.setup_name(),
+        case.mesh.dim,
+        case.mesh.nodes,
         case.backend.precision.name(),
         layout.interior_nodes(),
         equations

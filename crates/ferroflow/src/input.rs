@@ -1,7 +1,7 @@
 //! Case input: a TOML file or a built-in case, `--set KEY=VALUE` overrides, and error messages
 //! that say where the problem is (file and line, or the override) and what is allowed.
 use crate::Failure;
-use ferroflow_cases::case::{problem_key, BUILTIN};
+use ferroflow_cases::case::{problem_key, v1, BUILTIN};
 use ferroflow_cases::{Case, CaseError};
 use ferroflow_core::ProblemError;
 use std::fmt;
@@ -79,6 +79,14 @@ impl LoadedCase {
         if path.exists() || looks_like_file {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| Failure::input(format!("{source}: cannot read case file: {e}")))?;
+            if v1::is_v1(&text) {
+                eprintln!(
+                    "note: {source} is a case file of schema v1 ([grid], case.kind); it is read as \
+                     the same case in schema v2 ([mesh], physics.model, [boundary.<patch>]), \
+                     which `ferroflow cases show {source}` prints. v1 files are accepted until \
+                     the next release."
+                );
+            }
             return LoadedCase::parse(text, source, overrides);
         }
         match BUILTIN.iter().find(|(name, _)| *name == source) {
@@ -98,6 +106,26 @@ impl LoadedCase {
         overrides: &[Override],
     ) -> Result<LoadedCase, Failure> {
         let mut case = Case::from_toml(&text, origin).map_err(Failure::input)?;
+        // `--set grid.*` of schema v1 on a v2 case: the same key of `[mesh]`.
+        let overrides: Vec<Override> = overrides
+            .iter()
+            .map(
+                |o| match v1::renamed(&o.key).filter(|_| !v1::is_v1(&text)) {
+                    Some(key) => {
+                        eprintln!(
+                            "note: --set {o}: {} is a key of case schema v1; read as {key}",
+                            o.key
+                        );
+                        Override {
+                            key: key.into(),
+                            value: o.value.clone(),
+                        }
+                    }
+                    None => o.clone(),
+                },
+            )
+            .collect();
+        let overrides = overrides.as_slice();
         if !overrides.is_empty() {
             let mut table: toml::Table = toml::from_str(&text).map_err(Failure::input)?;
             for o in overrides {
@@ -118,6 +146,11 @@ impl LoadedCase {
             text,
             overrides: overrides.to_vec(),
         })
+    }
+
+    /// The case's text as read (a built-in case's file).
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// A value the solver rejects, located at the override that set it or its line in the file.

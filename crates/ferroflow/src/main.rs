@@ -51,7 +51,7 @@ enum Command {
     /// settings, the memory it needs, the backend and the output directory.
     #[command(after_help = "\
 Examples:
-  ferroflow check cavity3d-re1000 --set 'grid.nodes=[513,513,513]'
+  ferroflow check cavity3d-re1000 --set 'mesh.nodes=[513,513,513]'
   ferroflow check my-case.toml --backend cuda --out results/run1
 
 Exit codes: 0 valid, 2 bad input (named with file, key and value).")]

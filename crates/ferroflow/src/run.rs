@@ -8,7 +8,7 @@ use crate::world::World;
 use crate::Failure;
 use clap::Args;
 use ferroflow_ac::Problem;
-use ferroflow_cases::case::{BackendKind, CaseKind, Precision};
+use ferroflow_cases::case::{BackendKind, Model, Precision};
 use ferroflow_cases::summary::{RunRecord, Summary};
 use ferroflow_core::{Backend, Fields, Real};
 use ferroflow_solver::checkpoint::{self, Checkpoint};
@@ -24,7 +24,7 @@ Examples:
   ferroflow run                                     # the default case, results in ferroflow-out/cavity2d-re100/
   ferroflow run cavity3d-re100 --threads 8
   ferroflow run my-case.toml --out results/run1
-  ferroflow run --set 'grid.nodes=[257,257]' --set numerics.tolerance=1e-9
+  ferroflow run --set 'mesh.nodes=[257,257]' --set numerics.tolerance=1e-9
   ferroflow run --restart ferroflow-out/cavity2d-re100   # continue after Ctrl-C or a kill
   ferroflow run cavity3d-re100 --blocks 1,1,4       # the grid cut into 4 blocks along z
 
@@ -243,13 +243,13 @@ impl<'a, R: Real> Session<'a, R> {
         report.note(&format!(
             "{}: {}D {:?}, {}, {}; output in {}",
             case.case.name,
-            case.grid.dim,
-            case.grid.nodes,
+            case.mesh.dim,
+            case.mesh.nodes,
             R::NAME,
             backend_line,
             job.out.display()
         ));
-        if case.case.kind == CaseKind::BuoyancyDrivenCavity {
+        if case.physics.model == Model::Boussinesq {
             let cavity = case.heated_cavity().map_err(|e| job.loaded.invalid(&e))?;
             report.note(&format!(
                 "Ra = {:.6e}, Pr = {}, U_ref = {:.4e} (free-fall velocity)",

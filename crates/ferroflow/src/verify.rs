@@ -45,7 +45,7 @@ pub enum VerifyCommand {
     #[command(after_help = "Examples:\n  ferroflow verify cavity\n  \
                             ferroflow verify cavity cavity3d-re1000 --out verification\n  \
                             ferroflow verify cavity bdc2d bdc3d --set backend.kind=cuda\n  \
-                            ferroflow verify cavity cavity2d-re1000 --set 'grid.nodes=[257,257]' --set backend.kind=cuda")]
+                            ferroflow verify cavity cavity2d-re1000 --set 'mesh.nodes=[257,257]' --set backend.kind=cuda")]
     Cavity {
         /// Cases to run [default: cavity2d-re100, cavity2d-re1000].
         cases: Vec<String>,

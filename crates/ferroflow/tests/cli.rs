@@ -44,7 +44,7 @@ fn stderr_of(cmd: &mut Command) -> (Option<i32>, String) {
 fn default_run_writes_every_result_into_the_default_directory() {
     let tmp = TempDir::new().unwrap();
     ferroflow(tmp.path())
-        .args(["run", "--set", "grid.nodes=[33,33]"])
+        .args(["run", "--set", "mesh.nodes=[33,33]"])
         .assert()
         .success();
     let out = tmp.path().join("ferroflow-out/cavity2d-re100");
@@ -94,7 +94,7 @@ fn default_run_writes_every_result_into_the_default_directory() {
     // The resolved case reproduces the run: every default filled in, the override applied.
     let resolved = fs::read_to_string(out.join("case.resolved.toml")).unwrap();
     let case = Case::from_toml(&resolved, "case.resolved.toml").unwrap();
-    assert_eq!(case.grid.nodes, [33, 33]);
+    assert_eq!(case.mesh.nodes, [33, 33]);
     assert_eq!(case.numerics, builtin("cavity2d-re100").unwrap().numerics);
     let log = fs::read_to_string(out.join("run.log")).unwrap();
     assert!(log.contains("checkpoint_interval = 1000") && log.contains("converged after"));
@@ -109,7 +109,7 @@ fn buoyancy_driven_cavity_reports_ra_pr_and_nusselt_numbers() {
             "run",
             "bdc3d",
             "--set",
-            "grid.nodes=[13,13,13]",
+            "mesh.nodes=[13,13,13]",
             "--out",
             "bdc",
         ])
@@ -156,7 +156,10 @@ fn every_builtin_case_is_listed_and_prints_in_full() {
     }
     let (code, err) = stderr_of(ferroflow(tmp.path()).args(["cases", "show", "nope"]));
     assert_eq!(code, Some(2));
-    assert!(err.contains("no built-in case named 'nope'"), "{err}");
+    assert!(
+        err.contains("'nope' is neither a case file nor a built-in case"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -168,7 +171,7 @@ fn bad_inputs_exit_2_naming_the_problem_and_create_no_output() {
         ("syntax.toml", "[numerics\ncfl = 1.0\n"),
         (
             "unknown.toml",
-            "[grid]\nnodes = [33, 33]\n\n[numerics]\ncfll = 0.5\n",
+            "[mesh]\nnodes = [33, 33]\n\n[numerics]\ncfll = 0.5\n",
         ),
         ("type.toml", "[numerics]\ncfl = \"fast\"\n"),
         ("reynolds.toml", "[physics]\nreynolds = -100.0\n"),
@@ -235,8 +238,12 @@ fn bad_inputs_exit_2_naming_the_problem_and_create_no_output() {
             &["--set numerics.kappa=abc", "expected f64"],
         ),
         (
-            &["--set", "physics.lid_velocity=0"],
-            &["physics.lid_velocity = 0"],
+            &["--set", "boundary.ymax.velocity=[0,1,0]"],
+            &["--set boundary.ymax.velocity=[0,1,0]", "crosses the wall"],
+        ),
+        (
+            &["--set", "physics.rayleigh=1e4"],
+            &["physics.rayleigh", "not of \"incompressible\""],
         ),
         (
             &["--set", "numerics.max_iterations=-1"],
@@ -248,7 +255,7 @@ fn bad_inputs_exit_2_naming_the_problem_and_create_no_output() {
             &["blocks.toml"],
             &[
                 "blocks.toml:2:",
-                "parallel.blocks = 3",
+                "parallel.blocks: [2, 2, 2] has 3 values",
                 "one block count per axis",
             ],
         ),
@@ -308,7 +315,7 @@ fn decomposed_runs_write_the_fields_of_one_block_bit_for_bit() {
         "run",
         "-q",
         "--set",
-        "grid.nodes=[33,33]",
+        "mesh.nodes=[33,33]",
         "--set",
         "numerics.max_iterations=1000",
         "--set",
@@ -351,7 +358,7 @@ fn restart_after_sigkill_ends_bitwise_as_an_uninterrupted_run() {
         "run",
         "--quiet",
         "--set",
-        "grid.nodes=[41,41]",
+        "mesh.nodes=[41,41]",
         "--set",
         "numerics.tolerance=1e-9",
         "--set",
@@ -470,7 +477,7 @@ fn restart_from_an_earlier_versions_checkpoint_ends_bitwise_as_an_uninterrupted_
             "run",
             "-q",
             "--set",
-            "grid.nodes=[17,17]",
+            "mesh.nodes=[17,17]",
             "--set",
             iterations,
         ])
@@ -503,7 +510,7 @@ fn divergence_exits_3_naming_iteration_and_variable_without_fields() {
     let (code, err) = stderr_of(ferroflow(tmp.path()).args([
         "run",
         "--set",
-        "grid.nodes=[17,17]",
+        "mesh.nodes=[17,17]",
         "--set",
         "numerics.cfl=2",
         "--set",
@@ -597,7 +604,7 @@ fn vtk_files_read_back_with_the_vtk_library() {
             "f64",
             &[
                 "--set",
-                "grid.nodes=[33,33]",
+                "mesh.nodes=[33,33]",
                 "--set",
                 "output.field_interval=3000",
             ],
@@ -609,7 +616,7 @@ fn vtk_files_read_back_with_the_vtk_library() {
                 "--precision",
                 "f32",
                 "--set",
-                "grid.nodes=[9,11,13]",
+                "mesh.nodes=[9,11,13]",
                 "--set",
                 "numerics.tolerance=1e-4",
             ],
@@ -632,7 +639,7 @@ fn compressed_vtk_files_read_back_as_the_raw_ones() {
         "--precision",
         "f32",
         "--set",
-        "grid.nodes=[17,19,21]",
+        "mesh.nodes=[17,19,21]",
         "--set",
         "numerics.max_iterations=600",
         "--set",
@@ -687,7 +694,7 @@ fn info_help_and_auto_backend_say_what_they_do() {
         "--backend",
         "auto",
         "--set",
-        "grid.nodes=[17,17]",
+        "mesh.nodes=[17,17]",
         "--set",
         "numerics.tolerance=1e-3",
     ]));
@@ -743,7 +750,7 @@ fn docs_key_tables_are_those_generated_from_keys() {
 
     // --update rewrites only the region, and refuses a file without one.
     let stale = tmp.path().join("cases.md");
-    let edited = docs.replacen("| `grid.dim` | integer |", "| `grid.dim` | float |", 1);
+    let edited = docs.replacen("| `mesh.dim` | integer |", "| `mesh.dim` | float |", 1);
     assert_ne!(edited, docs);
     fs::write(&stale, format!("{edited}\nmore prose\n")).unwrap();
     ferroflow(tmp.path())
@@ -765,7 +772,7 @@ fn docs_key_tables_are_those_generated_from_keys() {
 fn check_validates_and_sizes_a_case_without_running_or_writing() {
     let tmp = TempDir::new().unwrap();
     let out = ferroflow(tmp.path())
-        .args(["check", "cavity3d-re100", "--set", "grid.nodes=[65,65,65]"])
+        .args(["check", "cavity3d-re100", "--set", "mesh.nodes=[65,65,65]"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
@@ -784,14 +791,23 @@ fn check_validates_and_sizes_a_case_without_running_or_writing() {
     let (code, err) = stderr_of(ferroflow(tmp.path()).args([
         "check",
         "--set",
-        "grid.nodes=[9223372036854775807,5]",
+        "mesh.nodes=[9223372036854775807,5]",
     ]));
     assert_eq!(code, Some(2));
     assert!(
-        err.contains("grid.nodes") && err.contains("address space"),
+        err.contains("mesh.nodes") && err.contains("address space"),
         "{err}"
     );
     assert!(!tmp.path().join("ferroflow-out").exists());
+    // The schema v1 name of the key still works, with a note.
+    let out = ferroflow(tmp.path())
+        .args(["check", "--set", "grid.nodes=[33,33]"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("read as mesh.nodes"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("[33, 33]"));
 }
 
 #[test]
@@ -804,16 +820,33 @@ fn case_files_of_an_earlier_version_still_run() {
     ] {
         let case = old.join(file);
         let out = tmp.path().join(file);
-        ferroflow(tmp.path())
+        let run = ferroflow(tmp.path())
             .arg("run")
             .arg(&case)
             .arg("--out")
             .arg(&out)
             .args(["--set", &format!("grid.nodes={nodes}")])
             .args(["--set", "numerics.max_iterations=100"])
-            .assert()
-            .success();
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{file}");
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(err.contains("schema v1"), "{file}: {err}");
         assert_eq!(summary(&out)["iterations"], 100, "{file}");
+        // `cases show` prints it in the current schema, which reads back as the same case.
+        let shown = ferroflow(tmp.path())
+            .args(["cases", "show"])
+            .arg(&case)
+            .output()
+            .unwrap();
+        assert!(shown.status.success(), "{file}");
+        let text = String::from_utf8(shown.stdout).unwrap();
+        assert!(
+            text.contains("[mesh]") && text.contains("[boundary.xmax]"),
+            "{text}"
+        );
+        let name = file.trim_end_matches(".toml");
+        assert_eq!(Case::from_toml(&text, file), Ok(builtin(name).unwrap()));
     }
 }
 
@@ -834,7 +867,7 @@ fn case_names_that_are_not_plain_file_names_are_refused() {
             "--set",
             &format!("case.name={name}"),
             "--set",
-            "grid.nodes=[9,9]",
+            "mesh.nodes=[9,9]",
         ]));
         assert_eq!(code, Some(2), "{name}: {err}");
         assert!(

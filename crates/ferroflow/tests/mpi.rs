@@ -67,7 +67,7 @@ mod under_mpirun {
             "run",
             "-q",
             "--set",
-            "grid.nodes=[33,33]",
+            "mesh.nodes=[33,33]",
             "--set",
             "numerics.max_iterations=1000",
             "--set",
@@ -133,7 +133,7 @@ mod under_mpirun {
         assert!(!tmp.path().join("out").exists());
         // A failure of the first process alone: it cannot clear the output directory.
         fs::create_dir_all(tmp.path().join("out/checkpoint.ffcp")).unwrap();
-        let args = ["run", "--set", "grid.nodes=[17,17]", "--out", "out"];
+        let args = ["run", "--set", "mesh.nodes=[17,17]", "--out", "out"];
         let out = mpirun(tmp.path(), 2, &args).unwrap().output().unwrap();
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{err}");
