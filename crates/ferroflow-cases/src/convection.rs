@@ -50,9 +50,14 @@ pub struct HeatedCavity {
     pub buoyancy: [f64; 3],
 }
 
+/// Length of a vector, without overflow where it is finite (exact for one non-zero component).
+fn length3(v: [f64; 3]) -> f64 {
+    v[0].hypot(v[1]).hypot(v[2])
+}
+
 /// Length of `gravity`, which must be finite and not zero.
 fn magnitude(gravity: [f64; 3]) -> Result<f64, ProblemError> {
-    let g = gravity.iter().map(|g| g * g).sum::<f64>().sqrt();
+    let g = length3(gravity);
     ProblemError::positive("physics.gravity", g)
 }
 
@@ -67,6 +72,16 @@ impl HeatedCavity {
         let rayleigh = ProblemError::positive("physics.rayleigh", rayleigh)?;
         let prandtl = ProblemError::positive("physics.prandtl", prandtl)?;
         let g = magnitude(gravity)?;
+        // The free-fall velocity sqrt(Ra Pr) α/L is the scheme's velocity scale.
+        if !(rayleigh * prandtl).sqrt().is_finite() {
+            return Err(ProblemError::key(
+                "physics.rayleigh",
+                format!(
+                    "{rayleigh:e} with Pr = {prandtl}: Ra Pr overflows (the free-fall velocity \
+                     sqrt(Ra Pr) α/L must be finite)"
+                ),
+            ));
+        }
         Ok(HeatedCavity {
             rayleigh,
             prandtl,
@@ -95,8 +110,21 @@ impl HeatedCavity {
         let prandtl = ProblemError::positive("physics.prandtl", prandtl)?;
         let delta_t = ProblemError::positive("physics.delta_t", delta_t)?;
         let diffusivity = viscosity / prandtl;
+        let rayleigh = g * expansion * delta_t * length.powi(3) / (viscosity * diffusivity);
+        let free_fall = (g * expansion * delta_t * length).sqrt();
+        if !(rayleigh.is_finite() && diffusivity > 0.0 && free_fall.is_finite() && free_fall > 0.0)
+        {
+            return Err(ProblemError::key(
+                "physics",
+                format!(
+                    "the dimensional inputs give Ra = {rayleigh:e}, α = ν / Pr = {diffusivity:e} \
+                     and the free-fall velocity sqrt(|g| β_T ΔT L) = {free_fall:e}: all must be \
+                     finite and above zero"
+                ),
+            ));
+        }
         Ok(HeatedCavity {
-            rayleigh: g * expansion * delta_t * length.powi(3) / (viscosity * diffusivity),
+            rayleigh,
             prandtl,
             length,
             delta_t,
@@ -108,7 +136,7 @@ impl HeatedCavity {
 
     /// Free-fall velocity sqrt(|g| β_T ΔT L): the velocity scale U_ref of the scheme.
     pub fn velocity_scale(&self) -> f64 {
-        let b = self.buoyancy.iter().map(|b| b * b).sum::<f64>().sqrt();
+        let b = length3(self.buoyancy);
         (b * self.delta_t * self.length).sqrt()
     }
 

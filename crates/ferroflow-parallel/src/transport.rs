@@ -121,6 +121,9 @@ mod tests {
         assert_eq!(received, [2.0, 1.0, 4.0, 3.0]);
         let mut lonely = vec![link(0, 1, (10, 20), 1.0)];
         let e = InProcess.exchange(&mut lonely).unwrap_err().to_string();
-        assert!(e.contains("no link from block 1 into block 0 with tag 10"), "{e}");
+        assert!(
+            e.contains("no link from block 1 into block 0 with tag 10"),
+            "{e}"
+        );
     }
 }

@@ -41,10 +41,22 @@ impl fmt::Display for Override {
 impl Override {
     /// Sets the key in `table`, creating its section if the case file has none.
     fn apply(&self, table: &mut toml::Table) -> Result<(), Failure> {
-        let value = toml::from_str::<toml::Table>(&format!("v = {}", self.value))
-            .ok()
-            .and_then(|mut t| t.remove("v"))
-            .unwrap_or_else(|| toml::Value::String(self.value.clone()));
+        let value = match toml::from_str::<toml::Table>(&format!("v = {}", self.value)) {
+            Ok(mut t) => t.remove("v").expect("the table has v"),
+            // Bare text is a string, but what starts like a number, array, table or quoted
+            // string and does not parse is a typing error, reported as TOML sees it.
+            Err(e)
+                if self
+                    .value
+                    .starts_with(|c: char| "[{\"'+-.".contains(c) || c.is_ascii_digit()) =>
+            {
+                return Err(Failure::input(format!(
+                    "--set {self}: the value is not valid TOML: {}",
+                    e.message().trim()
+                )));
+            }
+            Err(_) => toml::Value::String(self.value.clone()),
+        };
         let mut parts: Vec<&str> = self.key.split('.').collect();
         let last = parts.pop().expect("split yields at least one part");
         let mut t = table;

@@ -112,6 +112,12 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, so printing into a closed pipe (`| head`) would panic; a
+    // command-line tool ends quietly instead.
+    // SAFETY: called before any other thread exists; SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     // The libraries' diagnostics (cache hits, compile times, tuning), off unless asked for.
     let filter = tracing_subscriber::EnvFilter::try_from_env("FERROFLOW_LOG")

@@ -10,6 +10,7 @@ use clap::Args;
 use ferroflow_ac::Problem;
 use ferroflow_cases::case::{BackendKind, Model, Precision};
 use ferroflow_cases::summary::{RunRecord, Summary};
+use ferroflow_cases::Case;
 use ferroflow_core::{Backend, Fields, Real};
 use ferroflow_solver::checkpoint::{self, Checkpoint};
 use ferroflow_solver::Status;
@@ -117,6 +118,9 @@ pub fn job(args: RunArgs, world: &World) -> Result<Job<'_>, Failure> {
         )?,
         (None, None) => LoadedCase::load(DEFAULT_CASE, &overrides)?,
     };
+    if let Some((path, ck)) = &restart {
+        check_same_model(path, ck, &loaded.case)?;
+    }
     let out = match (args.out, &restart) {
         (Some(out), _) => out,
         (None, Some((path, _))) => match path.parent() {
@@ -140,6 +144,26 @@ pub fn value_name(value: impl clap::ValueEnum) -> String {
     value
         .to_possible_value()
         .map_or_else(String::new, |v| v.get_name().to_string())
+}
+
+/// A checkpoint continues only a case of its own physical model (the variables differ).
+fn check_same_model(path: &Path, ck: &Checkpoint, case: &Case) -> Result<(), Failure> {
+    let Ok(theirs) = Case::from_toml(&ck.case_toml, "checkpoint") else {
+        return Ok(());
+    };
+    let (was, is) = (theirs.physics.model, case.physics.model);
+    if was == is {
+        return Ok(());
+    }
+    Err(Failure::input(format!(
+        "--restart {}: the checkpoint is of case {} with physics.model = \"{}\", the case \
+         given ({}) has physics.model = \"{}\"; a checkpoint continues only its own model",
+        path.display(),
+        theirs.case.name,
+        was.name(),
+        case.case.name,
+        is.name()
+    )))
 }
 
 /// Reads the checkpoint in directory (or file) `path`; returns the file's path with it.

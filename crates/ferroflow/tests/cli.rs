@@ -182,6 +182,7 @@ fn bad_inputs_exit_2_naming_the_problem_and_create_no_output() {
         ),
         ("backend.toml", "[backend]\nkind = \"gpu\"\n"),
         ("blocks.toml", "[parallel]\nblocks = [2, 2, 2]\n"),
+        ("twice.toml", "[numerics]\ncfl = 1.0\ncfl = 0.5\n"),
     ];
     for (name, text) in files {
         fs::write(dir.join(name), text).unwrap();
@@ -250,6 +251,24 @@ fn bad_inputs_exit_2_naming_the_problem_and_create_no_output() {
             &["numerics.max_iterations", "usize"],
         ),
         (&["--restart", "nowhere"], &["--restart nowhere"]),
+        (
+            &["twice.toml"],
+            &["twice.toml:3: numerics.cfl: set twice (first on line 2)"],
+        ),
+        (
+            &["--set", "mesh.nodes=[33,33"],
+            &["--set mesh.nodes=[33,33: the value is not valid TOML"],
+        ),
+        (
+            &[
+                "bdc2d",
+                "--set",
+                "physics.rayleigh=1e308",
+                "--set",
+                "physics.prandtl=10",
+            ],
+            &["physics.rayleigh: 1e308 with Pr = 10: Ra Pr overflows"],
+        ),
         (&["--precision", "f16"], &["invalid value 'f16'"]),
         (
             &["blocks.toml"],
@@ -453,6 +472,21 @@ fn sigint_stops_with_a_checkpoint_results_and_exit_130() {
         .success();
     assert_eq!(summary(&out)["iterations"], iterations);
     assert_eq!(summary(&out)["status"], "converged");
+    // A case of another physical model cannot continue it, and is told why.
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args([
+        "run",
+        "bdc2d",
+        "--restart",
+        "out",
+        "--set",
+        "mesh.nodes=[33,33]",
+    ]));
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("physics.model = \"incompressible\"")
+            && err.contains("has physics.model = \"boussinesq\""),
+        "{err}"
+    );
 }
 
 #[test]

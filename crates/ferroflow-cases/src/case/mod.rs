@@ -554,12 +554,65 @@ pub fn default_value(doc: &KeyDoc) -> Option<toml::Value> {
 /// A parse error of `text`, located at its line and key.
 fn syntax_error(text: &str, origin: &str, e: &toml::de::Error) -> CaseError {
     let at = e.span().map(|s| s.start);
+    let line = at.map(|o| line_of(text, o));
+    let mut message = e.message().trim().to_string();
+    // A document with a duplicate key does not parse, so the key is read off its line.
+    let duplicate = line
+        .filter(|_| message.starts_with("duplicate key"))
+        .and_then(|l| duplicate_key(text, l));
+    if let Some((_, first)) = &duplicate {
+        message = match first {
+            Some(first) => format!("set twice (first on line {first})"),
+            None => "set twice".into(),
+        };
+    }
     CaseError {
         origin: origin.into(),
-        line: at.map(|o| line_of(text, o)),
-        key: at.and_then(|o| key_at(text, o)),
-        message: e.message().trim().to_string(),
+        line,
+        key: duplicate
+            .map(|(key, _)| key)
+            .or_else(|| at.and_then(|o| key_at(text, o))),
+        message,
     }
+}
+
+/// The dotted key set (or table opened) on 1-based `line` of `text`, and the earlier line that
+/// set it too, if found.
+fn duplicate_key(text: &str, line: usize) -> Option<(String, Option<usize>)> {
+    let lines: Vec<&str> = text.lines().collect();
+    lines.get(line.checked_sub(1)?)?;
+    let name = |l: &str| -> Option<String> {
+        let l = l.trim();
+        let header = l.strip_prefix('[').and_then(|h| h.split(']').next());
+        match header {
+            Some(h) => Some(h.trim_matches(['[', ' ']).to_string()),
+            None => Some(l.split_once('=')?.0.trim().to_string()),
+        }
+    };
+    // The table a line is in: the last header above it.
+    let table = |n: usize| {
+        lines[..n]
+            .iter()
+            .rev()
+            .find(|l| l.trim_start().starts_with('['))
+            .and_then(|l| name(l))
+    };
+    let key = |n: usize| -> Option<String> {
+        let l = lines[n].trim();
+        if l.starts_with('[') {
+            return name(l);
+        }
+        let own = name(l)?;
+        Some(match table(n) {
+            Some(t) => format!("{t}.{own}"),
+            None => own,
+        })
+    };
+    let dotted = key(line - 1)?;
+    let first = (0..line - 1)
+        .find(|&n| !lines[n].trim_start().starts_with('#') && key(n).as_deref() == Some(&dotted))
+        .map(|n| n + 1);
+    Some((dotted, first))
 }
 
 impl Case {
@@ -1304,6 +1357,14 @@ mod tests {
 
         let e = Case::from_toml("[numerics\ncfl = 1\n", "c.toml").unwrap_err();
         assert_eq!(e.line, Some(1));
+
+        let e = Case::from_toml("[numerics]\ncfl = 1.0\n# x\ncfl = 0.5\n", "c.toml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.toml:4: numerics.cfl: set twice (first on line 2)"
+        );
+        let e = Case::from_toml("[mesh]\ndim = 2\n\n[mesh]\n", "c.toml").unwrap_err();
+        assert_eq!(e.to_string(), "c.toml:4: mesh: set twice (first on line 1)");
 
         let case = Case::from_toml(text.replace("kapa", "kappa").as_str(), "c.toml").unwrap();
         assert_eq!(key_line(text, "numerics.cfl"), Some(5));
