@@ -84,8 +84,7 @@ pub fn cases(args: CasesArgs) -> Result<(), Failure> {
                 println!("{shown}: key tables up to date");
             } else {
                 text.replace_range(region, &tables);
-                fs::write(&file, text)
-                    .map_err(|e| Failure::runtime(format!("cannot write {shown}: {e}")))?;
+                ferroflow_io::file::write(&file, text).map_err(Failure::runtime)?;
                 println!("{shown}: key tables regenerated");
             }
         }
