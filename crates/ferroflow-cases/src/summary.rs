@@ -1,11 +1,12 @@
 //! The summary of a run (`summary.json`) and the tables a case's results add: centreline
 //! profiles and the manufactured-solution study.
+use crate::case::Model;
 use crate::convection::HeatTransfer;
 use crate::mms::MmsRow;
 use crate::post::Results;
 use crate::Case;
 use ferroflow_ac::Problem;
-use ferroflow_core::Real;
+use ferroflow_core::{ProblemError, Real};
 use ferroflow_io::table::write_csv;
 use ferroflow_solver::{Simulation, Status};
 use serde::Serialize;
@@ -17,6 +18,10 @@ use std::path::Path;
 pub struct Summary {
     /// Case name.
     pub case: String,
+    /// What the flow depends on, resolved.
+    pub physics: Physics,
+    /// The `--set KEY=VALUE` overrides of the case (and the options that stand for them).
+    pub overrides: Vec<String>,
     /// 2 or 3.
     pub dim: usize,
     /// Nodes per axis.
@@ -43,6 +48,64 @@ pub struct Summary {
     /// Buoyancy-driven cavity: Ra, Pr, Nusselt numbers, energy balance, velocity maxima.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heat_transfer: Option<HeatTransfer>,
+}
+
+/// The resolved physics of a run, by its model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "model", rename_all = "kebab-case")]
+pub enum Physics {
+    /// Incompressible Navier–Stokes.
+    Incompressible {
+        /// Reynolds number U L / ν.
+        reynolds: f64,
+        /// Velocity scale U: the fastest wall's speed.
+        velocity: f64,
+        /// Length L: the box's side.
+        length: f64,
+        /// Kinematic viscosity ν.
+        viscosity: f64,
+    },
+    /// Boussinesq buoyancy (nondimensional inputs: L = ΔT = α = 1).
+    Boussinesq {
+        /// Rayleigh number |g| β_T ΔT L³ / (ν α).
+        rayleigh: f64,
+        /// Prandtl number ν / α.
+        prandtl: f64,
+        /// Length L.
+        length: f64,
+        /// Temperature difference ΔT between the hot and the cold wall.
+        delta_t: f64,
+        /// Kinematic viscosity ν.
+        viscosity: f64,
+        /// Thermal diffusivity α.
+        diffusivity: f64,
+    },
+}
+
+impl Physics {
+    /// The resolved physics of `run`.
+    pub fn of<R: Real>(run: &RunRecord<R>) -> Result<Physics, ProblemError> {
+        let case = run.case;
+        Ok(match case.physics.model {
+            Model::Incompressible => Physics::Incompressible {
+                reynolds: case.physics.reynolds,
+                velocity: run.problem.numerics.u_ref,
+                length: case.mesh.length,
+                viscosity: run.problem.physics.viscosity,
+            },
+            Model::Boussinesq => {
+                let c = case.heated_cavity()?;
+                Physics::Boussinesq {
+                    rayleigh: c.rayleigh,
+                    prandtl: c.prandtl,
+                    length: c.length,
+                    delta_t: c.delta_t,
+                    viscosity: c.viscosity,
+                    diffusivity: c.diffusivity,
+                }
+            }
+        })
+    }
 }
 
 /// Largest deviation of a computed profile from a published one.
@@ -72,18 +135,25 @@ pub struct RunRecord<'a, R: Real> {
     pub wall_seconds: f64,
     /// Backend name.
     pub backend: &'static str,
+    /// The overrides of the case, as `KEY=VALUE`.
+    pub overrides: Vec<String>,
 }
 
 impl Summary {
     /// The summary of `run`; `results` are its post-processed fields (none after divergence).
-    pub fn new<R: Real>(run: &RunRecord<R>, results: Option<Results>) -> Summary {
+    pub fn new<R: Real>(
+        run: &RunRecord<R>,
+        results: Option<Results>,
+    ) -> Result<Summary, ProblemError> {
         let names = run.problem.variable_names();
         let last = run.sim.history.last().map_or(&[][..], |h| &h.relative);
         let (reference, heat_transfer) =
             results.map_or((Vec::new(), None), |r| (r.deviations, r.heat_transfer));
         let updates = run.problem.layout.interior_nodes() as f64 * run.sim.iteration as f64;
-        Summary {
+        Ok(Summary {
             case: run.case.case.name.clone(),
+            physics: Physics::of(run)?,
+            overrides: run.overrides.clone(),
             dim: run.case.mesh.dim,
             grid: run.case.mesh.nodes.clone(),
             precision: R::NAME.into(),
@@ -100,7 +170,7 @@ impl Summary {
             node_updates_per_second: updates / run.wall_seconds,
             reference,
             heat_transfer,
-        }
+        })
     }
 }
 

@@ -165,6 +165,11 @@ impl LoadedCase {
         &self.text
     }
 
+    /// The overrides, as `KEY=VALUE`.
+    pub fn overrides(&self) -> Vec<String> {
+        self.overrides.iter().map(Override::to_string).collect()
+    }
+
     /// A value the solver rejects, located at the override that set it or its line in the file.
     pub fn invalid(&self, error: &ProblemError) -> Failure {
         let key = problem_key(error);

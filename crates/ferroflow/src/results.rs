@@ -116,7 +116,7 @@ impl OutputDir {
         write_residuals(&self.join("residuals.csv"), names, history)?;
         let tolerance = run.sim.stop.tolerance;
         plot::residuals(&self.join("residuals.png"), names, history, tolerance)?;
-        let summary = Summary::new(run, results);
+        let summary = Summary::new(run, results).map_err(io::Error::other)?;
         write_json(&self.join("summary.json"), &summary)?;
         Ok(summary)
     }

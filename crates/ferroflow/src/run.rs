@@ -419,6 +419,7 @@ impl<'a, R: Real> Session<'a, R> {
             status,
             wall_seconds: self.wall_seconds,
             backend: self.backend.name(),
+            overrides: self.job.loaded.overrides(),
         }
     }
 
