@@ -4,6 +4,7 @@ use crate::Failure;
 use ferroflow_cases::case::{problem_key, v1, BUILTIN};
 use ferroflow_cases::{Case, CaseError};
 use ferroflow_core::ProblemError;
+use std::ffi::OsStr;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
@@ -83,28 +84,30 @@ pub struct LoadedCase {
 }
 
 impl LoadedCase {
-    /// Reads `source`: a case file if one exists at that path (or the name looks like one),
-    /// else a built-in case.
-    pub fn load(source: &str, overrides: &[Override]) -> Result<LoadedCase, Failure> {
-        let path = Path::new(source);
-        let looks_like_file = source.ends_with(".toml") || source.contains(['/', '\\']);
+    /// Reads `source`: a case file if one exists at that path (or the name looks like one,
+    /// or is no UTF-8 text), else a built-in case.
+    pub fn load(source: impl AsRef<OsStr>, overrides: &[Override]) -> Result<LoadedCase, Failure> {
+        let path = Path::new(source.as_ref());
+        let origin = path.display().to_string();
+        let name = path.to_str();
+        let looks_like_file = name.is_none_or(|s| s.ends_with(".toml") || s.contains(['/', '\\']));
         if path.exists() || looks_like_file {
             let text = std::fs::read_to_string(path)
-                .map_err(|e| Failure::input(format!("{source}: cannot read case file: {e}")))?;
+                .map_err(|e| Failure::input(format!("{origin}: cannot read case file: {e}")))?;
             if v1::is_v1(&text) {
                 eprintln!(
-                    "note: {source} is a case file of schema v1 ([grid], case.kind); it is read as \
+                    "note: {origin} is a case file of schema v1 ([grid], case.kind); it is read as \
                      the same case in schema v2 ([mesh], physics.model, [boundary.<patch>]), \
-                     which `ferroflow cases show {source}` prints. v1 files are accepted until \
+                     which `ferroflow cases show {origin}` prints. v1 files are accepted until \
                      the next release."
                 );
             }
-            return LoadedCase::parse(text, source, overrides);
+            return LoadedCase::parse(text, &origin, overrides);
         }
-        match BUILTIN.iter().find(|(name, _)| *name == source) {
+        match BUILTIN.iter().find(|(builtin, _)| Some(*builtin) == name) {
             Some((name, text)) => LoadedCase::parse(text.to_string(), name, overrides),
             None => Err(Failure::input(format!(
-                "'{source}' is neither a case file nor a built-in case (built-in: {})",
+                "'{origin}' is neither a case file nor a built-in case (built-in: {})",
                 builtin_names()
             ))),
         }

@@ -15,6 +15,7 @@ use ferroflow_core::{Backend, Fields, Real};
 use ferroflow_solver::checkpoint::{self, Checkpoint};
 use ferroflow_solver::Status;
 use ferroflow_solver::{Callback, Flow, RunError, Schedule, Simulation, SolveError};
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -37,7 +38,7 @@ pub struct RunArgs {
     /// Case file (TOML) or built-in case name [default: cavity2d-re100, or with --restart the
     /// checkpoint's case].
     #[arg(value_name = "CASE")]
-    case: Option<String>,
+    case: Option<OsString>,
     /// Output directory [default: ferroflow-out/<case name>/, or with --restart its directory].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -535,7 +536,7 @@ fn log_header(report: &mut Reporter, job: &Job, backend: &str, resolved: &str) {
         std::env::consts::ARCH,
         std::env::consts::OS
     ));
-    let args: Vec<String> = std::env::args().map(|a| shell_quote(&a)).collect();
+    let args: Vec<String> = std::env::args_os().map(|a| shell_quote(&a)).collect();
     report.log(&format!("command: {}", args.join(" ")));
     if let Some(ck) = &job.restart {
         report.log(&format!("restart: from iteration {}", ck.iteration));
@@ -569,8 +570,19 @@ fn changed_keys(before: &str, after: &str) -> Vec<String> {
         .collect()
 }
 
-/// `arg` as a shell would need it to be typed.
-fn shell_quote(arg: &str) -> String {
+/// `arg` as a shell would need it to be typed; bytes that are not UTF-8 text as `$'\xNN'`.
+fn shell_quote(arg: &OsStr) -> String {
+    let Some(arg) = arg.to_str() else {
+        let escaped: String = arg
+            .as_encoded_bytes()
+            .iter()
+            .map(|&b| match b {
+                b' '..=b'~' if b != b'\'' && b != b'\\' => char::from(b).to_string(),
+                _ => format!("\\x{b:02x}"),
+            })
+            .collect();
+        return format!("$'{escaped}'");
+    };
     let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=,:@+".contains(c);
     if !arg.is_empty() && arg.chars().all(plain) {
         arg.to_string()

@@ -1,44 +1,16 @@
 //! The `ferroflow` program as a user meets it: runs and their files, case input and its errors,
 //! restarts after SIGKILL, Ctrl-C, divergence, and the VTK output read back by VTK itself.
 //! Runs use small grids so that the suite stays fast on two cores.
-use assert_cmd::cargo::cargo_bin_cmd;
-use assert_cmd::Command;
 use ferroflow_cases::case::{builtin, KEYS};
 use ferroflow_cases::docs;
 use ferroflow_cases::Case;
 use std::fs;
 use std::path::Path;
-use std::process::{Child, Stdio};
 use std::time::Duration;
 use tempfile::TempDir;
 
 mod common;
-use common::{assert_same_files, summary, wait_exit, wait_for};
-
-fn ferroflow(dir: &Path) -> Command {
-    let mut cmd = cargo_bin_cmd!("ferroflow");
-    cmd.current_dir(dir);
-    cmd
-}
-
-/// `ferroflow ARGS` started in the background, output discarded.
-fn spawn(dir: &Path, args: &[&str]) -> Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_ferroflow"))
-        .current_dir(dir)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ferroflow starts")
-}
-
-fn stderr_of(cmd: &mut Command) -> (Option<i32>, String) {
-    let out = cmd.output().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::{assert_same_files, ferroflow, spawn, stderr_of, summary, wait_exit, wait_for};
 
 #[test]
 fn default_run_writes_every_result_into_the_default_directory() {
