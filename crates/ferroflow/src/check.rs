@@ -7,7 +7,6 @@ use crate::world::World;
 use crate::Failure;
 use ferroflow_cases::case::{BackendKind, Precision};
 use ferroflow_core::{Layout, MIN_NODES};
-use ferroflow_solver::checkpoint;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
@@ -92,14 +91,10 @@ fn output_state(job: &Job) -> String {
     if !job.out.exists() {
         return format!("{dir} (will be created)");
     }
-    let replaced = if job.restart.is_some() {
-        "continued by this run"
-    } else {
-        "replaced by this run"
-    };
-    match job.out.join(checkpoint::FILE_NAME).exists() {
-        true => format!("{dir} (holds a checkpoint, {replaced})"),
-        false => format!("{dir} (exists, no checkpoint)"),
+    match (job.restart.is_some(), job.out.join("summary.json").exists()) {
+        (true, _) => format!("{dir} (continued by this run, its results replaced when it ends)"),
+        (false, true) => format!("{dir} (holds results, replaced when this run ends)"),
+        (false, false) => format!("{dir} (exists, holds no results)"),
     }
 }
 

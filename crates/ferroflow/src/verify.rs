@@ -164,10 +164,11 @@ fn cavity(cases: Vec<String>, out: &Path, set: &[Override]) -> Result<(), Failur
     let mut summaries = Vec::new();
     for name in cases {
         let loaded = LoadedCase::load(&name, set)?;
-        let dir = out.join(&loaded.case.case.name);
+        let dir = out.join(loaded.dir_name());
         summaries.extend(execute(Job {
             loaded,
             out: dir,
+            overwrite: false,
             restart: None,
             mode: Mode::detect(false),
             interrupt: interrupt.clone(),

@@ -19,10 +19,15 @@ fn default_run_writes_every_result_into_the_default_directory() {
         .args(["run", "--set", "mesh.nodes=[33,33]"])
         .assert()
         .success();
-    let out = tmp.path().join("ferroflow-out/cavity2d-re100");
+    // The override changes what the case solves: its results have a directory of their own.
+    let out = tmp
+        .path()
+        .join("ferroflow-out/cavity2d-re100--mesh.nodes=33_33");
     let s = summary(&out);
     for key in [
         "case",
+        "physics",
+        "overrides",
         "dim",
         "grid",
         "precision",
@@ -365,7 +370,7 @@ fn restart_after_sigkill_ends_bitwise_as_an_uninterrupted_run() {
     let mut child = spawn(tmp.path(), &killed);
     // Killed after the first snapshot, so that the restart must keep it.
     wait_for(
-        &tmp.path().join("killed/fields_00004001.vti"),
+        &tmp.path().join("killed/partial/fields_00004001.vti"),
         Duration::from_secs(60),
     );
     child.kill().unwrap(); // SIGKILL
@@ -414,7 +419,8 @@ fn sigint_stops_with_a_checkpoint_results_and_exit_130() {
         ],
     );
     // Iterating once the first periodic checkpoint is there.
-    wait_for(&out.join("checkpoint.ffcp"), Duration::from_secs(60));
+    let partial = out.join("partial");
+    wait_for(&partial.join("checkpoint.ffcp"), Duration::from_secs(60));
     let pid = child.id().to_string();
     let sent = std::process::Command::new("kill")
         .args(["-INT", &pid])
@@ -423,12 +429,14 @@ fn sigint_stops_with_a_checkpoint_results_and_exit_130() {
     assert!(sent.success());
     let status = wait_exit(&mut child, Duration::from_secs(30), "SIGINT");
     assert_eq!(status.code(), Some(130));
-    let s = summary(&out);
+    // The results of an interrupted run stay in partial/; the directory holds none yet.
+    let s = summary(&partial);
     assert_eq!(
         (s["status"].as_str(), s["converged"].as_bool()),
         (Some("interrupted"), Some(false))
     );
-    assert!(out.join("fields.vti").exists());
+    assert!(partial.join("fields.vti").exists());
+    assert!(!out.join("summary.json").exists());
     // The checkpoint continues the run (a loose tolerance ends it at once).
     let iterations = s["iterations"].clone();
     ferroflow(tmp.path())
@@ -459,6 +467,7 @@ fn sigint_stops_with_a_checkpoint_results_and_exit_130() {
             && err.contains("has physics.model = \"boussinesq\""),
         "{err}"
     );
+    assert!(out.join("fields.vti").exists() && !partial.exists());
 }
 
 #[test]
@@ -532,7 +541,8 @@ fn divergence_exits_3_naming_iteration_and_variable_without_fields() {
         "{err}"
     );
     assert!(err.contains("the last good checkpoint is kept"), "{err}");
-    let out = tmp.path().join("out");
+    // A diverged run's files stay in partial/.
+    let out = tmp.path().join("out/partial");
     let s = summary(&out);
     assert_eq!(s["status"], "diverged");
     // It really blew up: growth by a million is the driver's threshold.
@@ -552,6 +562,7 @@ fn divergence_exits_3_naming_iteration_and_variable_without_fields() {
     assert!(s["iterations"].as_u64().unwrap() < 200_000);
     assert!(!out.join("fields.vti").exists() && !out.join("centerline_u.csv").exists());
     assert!(out.join("checkpoint.ffcp").exists());
+    assert!(!tmp.path().join("out/summary.json").exists());
 }
 
 /// The python with VTK that FERROFLOW_VTK_PYTHON names; None (the caller skips) where it is

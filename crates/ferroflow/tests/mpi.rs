@@ -131,8 +131,9 @@ mod under_mpirun {
         let message = "at least one block per MPI process";
         assert_eq!(err.matches(message).count(), 1, "{err}");
         assert!(!tmp.path().join("out").exists());
-        // A failure of the first process alone: it cannot clear the output directory.
-        fs::create_dir_all(tmp.path().join("out/checkpoint.ffcp")).unwrap();
+        // A failure of the first process alone: it cannot make the staging directory.
+        fs::create_dir(tmp.path().join("out")).unwrap();
+        fs::write(tmp.path().join("out/partial"), "").unwrap();
         let args = ["run", "--set", "mesh.nodes=[17,17]", "--out", "out"];
         let out = mpirun(tmp.path(), 2, &args).unwrap().output().unwrap();
         let err = stderr(&out);
@@ -165,7 +166,7 @@ mod under_mpirun {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let out = tmp.path().join("out");
+        let out = tmp.path().join("out/partial");
         let start = Instant::now();
         let limit = Duration::from_secs(60);
         wait_for(&out.join("checkpoint.ffcp"), limit);
