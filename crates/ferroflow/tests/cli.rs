@@ -713,6 +713,39 @@ fn info_help_and_auto_backend_say_what_they_do() {
     );
 }
 
+#[test]
+fn verify_mms_checks_its_output_first_and_says_pass_or_fail() {
+    let tmp = TempDir::new().unwrap();
+    fs::write(tmp.path().join("file"), "").unwrap();
+    // A directory that cannot be created: refused before any grid is computed.
+    let (code, err) = stderr_of(
+        ferroflow(tmp.path()).args(["verify", "mms", "--sizes", "9,17", "--out", "file/mms"]),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot write file/mms/mms.csv"), "{err}");
+    assert!(!err.contains("iterations"), "a grid was computed: {err}");
+    let (code, err) =
+        stderr_of(ferroflow(tmp.path()).args(["verify", "mms", "--sizes", "17", "--out", "one"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("at least two grids"), "{err}");
+    // 9 -> 17 is short of the asymptotic range: the pressure's order is 2.28 (L2) and 2.75
+    // (Linf); the table is still written.
+    let out = ferroflow(tmp.path())
+        .args(["verify", "mms", "--sizes", "9,17", "--out", "coarse"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let verdict = stdout.lines().last().unwrap();
+    assert!(
+        verdict.starts_with("FAIL: observed orders on n = 17 outside 2 ± 0.1: p L2 2.2"),
+        "{stdout}"
+    );
+    let table = fs::read_to_string(tmp.path().join("coarse/mms.csv")).unwrap();
+    assert_eq!(table.lines().count(), 7, "{table}");
+    assert!(!tmp.path().join("coarse/mms.csv.tmp").exists());
+}
+
 /// Rerun `ferroflow cases docs --update` on `docs/cases.md` when `KEYS` changes; this fails
 /// until then, so the docs' key tables stay those of the program.
 #[test]
