@@ -12,6 +12,7 @@ use ferroflow_solver::{Simulation, Status};
 use serde::Serialize;
 use std::io;
 use std::path::Path;
+use std::time::Instant;
 
 /// Contents of `summary.json`.
 #[derive(Debug, Clone, Serialize)]
@@ -38,9 +39,14 @@ pub struct Summary {
     pub status: Status,
     /// Final relative residual per equation, by variable name.
     pub residuals: serde_json::Map<String, serde_json::Value>,
-    /// Wall time of the iterations, seconds.
+    /// Wall time of the iterations (checkpoints and snapshots written meanwhile included),
+    /// earlier runs of a restarted one included, seconds.
     pub wall_seconds: f64,
-    /// Interior node updates per second.
+    /// Wall time of this invocation from its start to the summary, seconds: set-up (kernel
+    /// compilation, tuning), iterations and every file written; earlier runs of a restarted
+    /// one are not in it.
+    pub total_wall_seconds: f64,
+    /// Interior node updates per second of the iterations (over `wall_seconds`).
     pub node_updates_per_second: f64,
     /// Deviations from reference data, if the case has any.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -131,8 +137,10 @@ pub struct RunRecord<'a, R: Real> {
     pub sim: &'a Simulation,
     /// How the run ended.
     pub status: Status,
-    /// Wall time of the whole run (earlier runs of a restarted one included), seconds.
+    /// Wall time of the iterations (earlier runs of a restarted one included), seconds.
     pub wall_seconds: f64,
+    /// When this invocation started.
+    pub started: Instant,
     /// Backend name.
     pub backend: &'static str,
     /// The overrides of the case, as `KEY=VALUE`.
@@ -167,6 +175,8 @@ impl Summary {
                 .map(|(n, r)| (n.to_string(), (*r).into()))
                 .collect(),
             wall_seconds: run.wall_seconds,
+            // Measured when the summary is made, after the fields and profiles are written.
+            total_wall_seconds: run.started.elapsed().as_secs_f64(),
             node_updates_per_second: updates / run.wall_seconds,
             reference,
             heat_transfer,

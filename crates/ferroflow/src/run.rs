@@ -19,6 +19,7 @@ use ferroflow_solver::{Callback, Flow, RunError, Schedule, Simulation, SolveErro
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Arguments of `ferroflow run`.
 #[derive(Args)]
@@ -97,6 +98,8 @@ pub struct Job<'w> {
     pub interrupt: Interrupt,
     /// The processes that run it.
     pub world: &'w World,
+    /// When this invocation started: summary.json's `total_wall_seconds` counts from here.
+    pub started: Instant,
 }
 
 pub fn run(args: RunArgs) -> Result<(), Failure> {
@@ -108,6 +111,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 
 /// The job the arguments describe.
 pub fn job(args: RunArgs, world: &World) -> Result<Job<'_>, Failure> {
+    let started = Instant::now();
     let interrupt = Interrupt::install().map_err(Failure::runtime)?;
     let restart = args.restart.as_deref().map(read_checkpoint).transpose()?;
     // The flags are shorthands for overrides, applied after the --set ones.
@@ -157,6 +161,7 @@ pub fn job(args: RunArgs, world: &World) -> Result<Job<'_>, Failure> {
         mode: Mode::detect(args.quiet),
         interrupt,
         world,
+        started,
     })
 }
 
@@ -437,6 +442,7 @@ impl<'a, R: Real> Session<'a, R> {
             sim: &self.sim,
             status,
             wall_seconds: self.wall_seconds,
+            started: self.job.started,
             backend: self.backend.name(),
             overrides: self.job.loaded.overrides(),
         }

@@ -15,6 +15,7 @@ use ferroflow_core::decomposition::Decomposition;
 use ferroflow_solver::{Simulation, StopCriteria};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Verification studies.
 #[derive(Subcommand)]
@@ -244,6 +245,7 @@ fn cavity(cases: Vec<String>, out: &Path, set: &[Override]) -> Result<(), Failur
             mode: Mode::detect(false),
             interrupt: interrupt.clone(),
             world: &world,
+            started: Instant::now(),
         })?);
     }
     print_cavity_table(&summaries);

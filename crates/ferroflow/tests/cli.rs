@@ -746,6 +746,28 @@ fn verify_mms_checks_its_output_first_and_says_pass_or_fail() {
     assert!(!tmp.path().join("coarse/mms.csv.tmp").exists());
 }
 
+#[test]
+fn total_wall_seconds_covers_set_up_iterations_and_output() {
+    let tmp = TempDir::new().unwrap();
+    // One iteration of a large grid: most of the time goes to set-up and output.
+    let start = std::time::Instant::now();
+    ferroflow(tmp.path())
+        .args(["run", "-q", "--out", "out"])
+        .args(["--set", "mesh.nodes=[1025,1025]"])
+        .args(["--set", "numerics.max_iterations=1"])
+        .assert()
+        .success();
+    let elapsed = start.elapsed().as_secs_f64();
+    let s = summary(&tmp.path().join("out"));
+    let (wall, total) = (
+        s["wall_seconds"].as_f64().unwrap(),
+        s["total_wall_seconds"].as_f64().unwrap(),
+    );
+    assert!(wall < total && total < elapsed, "{wall} {total} {elapsed}");
+    // What it leaves out: starting the process and writing summary.json.
+    assert!(total > 0.75 * elapsed, "{total} of {elapsed} s");
+}
+
 /// Rerun `ferroflow cases docs --update` on `docs/cases.md` when `KEYS` changes; this fails
 /// until then, so the docs' key tables stay those of the program.
 #[test]
