@@ -26,6 +26,11 @@ pub struct CasesArgs {
 enum CasesAction {
     /// Print a built-in case or a case file as TOML with every key, its default and allowed
     /// values (a file of an earlier schema in the current one).
+    #[command(after_help = "\
+Examples:
+  ferroflow cases show bdc2d                       # read it
+  ferroflow cases show cavity3d-re100 > my.toml    # start a case file from it, then edit
+  ferroflow cases show old-case.toml               # a case file in the current schema")]
     Show {
         /// Built-in case name (see `ferroflow cases`) or case file.
         name: String,

@@ -63,9 +63,6 @@ Exit codes: 0 valid, 2 bad input (named with file, key and value).")]
     #[command(subcommand)]
     Verify(verify::VerifyCommand),
     /// Throughput of the whole iteration against the memory-bandwidth roofline.
-    #[command(
-        after_help = "Examples:\n  ferroflow bench\n  ferroflow bench --n2d 1025 --n3d 129 --threads 4\n  ferroflow bench --backend cuda --n2d 4097,8193 --n3d 257,513"
-    )]
     Bench(bench::BenchArgs),
     /// Time every CUDA launch shape for a case, print the table, cache the fastest.
     Tune(tune::TuneArgs),

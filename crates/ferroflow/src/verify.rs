@@ -19,6 +19,11 @@ use std::time::Instant;
 
 /// Verification studies.
 #[derive(Subcommand)]
+#[command(after_help = "\
+Examples:
+  ferroflow verify mms --dim 3 --energy      # observed order of accuracy, PASS or FAIL
+  ferroflow verify cavity                    # the 2D cavities against Ghia et al. (1982)
+  ferroflow verify cavity bdc2d --out verification")]
 pub enum VerifyCommand {
     /// Observed order of accuracy with manufactured solutions: PASS when every order on the
     /// finest pair of grids is within 2 ± 0.1.

@@ -677,17 +677,13 @@ fn info_help_and_auto_backend_say_what_they_do() {
     let info = String::from_utf8(info.stdout).unwrap();
     assert!(info.contains(env!("CARGO_PKG_VERSION")) && info.contains("cpu threads:"));
     assert!(info.contains("cuda  unavailable: no CUDA driver"), "{info}");
-    for command in [
-        &["run"][..],
-        &["cases"],
-        &["verify", "mms"],
-        &["verify", "cavity"],
-        &["bench"],
-        &["info"],
-        &[],
-    ] {
+    // Every command and subcommand, as each --help lists them.
+    let mut commands: Vec<Vec<String>> = vec![vec![]];
+    let mut seen = 0;
+    while let Some(command) = commands.get(seen).cloned() {
+        seen += 1;
         let help = ferroflow(tmp.path())
-            .args(command)
+            .args(&command)
             .arg("--help")
             .output()
             .unwrap();
@@ -695,6 +691,28 @@ fn info_help_and_auto_backend_say_what_they_do() {
         assert!(
             help.contains("Example"),
             "{command:?} --help has no examples"
+        );
+        let listed = help.lines().skip_while(|l| *l != "Commands:").skip(1);
+        for line in listed.take_while(|l| !l.is_empty()) {
+            let name = line.split_whitespace().next().unwrap();
+            if name != "help" {
+                commands.push([&command[..], &[name.to_string()]].concat());
+            }
+        }
+    }
+    let names: Vec<String> = commands.iter().map(|c| c.join(" ")).collect();
+    for expected in [
+        "run",
+        "check",
+        "cases show",
+        "cases docs",
+        "verify mms",
+        "bench",
+        "info",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} not in {names:?}"
         );
     }
     let (code, err) = stderr_of(ferroflow(tmp.path()).args([
