@@ -67,8 +67,8 @@ const VALUES: &[&str] = &[
     "3",
     "4",
     "5",
-    // Not 9223372036854775808 (above i64::MAX): see the ignored test below.
     "9223372036854775807",
+    "9223372036854775808",
     "-9223372036854775808",
     "18446744073709551616",
     "1e308",
@@ -456,10 +456,6 @@ fn examine(text: &str) -> Result<bool, String> {
     }
     // Keys of another model are not written, so compare what is.
     let resolved = case.to_toml();
-    if resolved.contains("= NaN") {
-        // A known failure: see the ignored test below.
-        return Ok(true);
-    }
     match Case::from_toml(&resolved, "resolved") {
         Ok(again) if again.to_toml() == resolved => Ok(true),
         Ok(again) => Err(format!(
@@ -646,28 +642,24 @@ fn check_and_cases_show_with_mutated_files_and_overrides_exit_0_or_2() {
 }
 
 /// Found by the tests above: an unsigned key (an iteration count, an interval, a thread or
-/// device number) above i64::MAX reads, but the resolved case cannot be written: `ferroflow
-/// run` and `cases show` panic in `Case::to_toml` (ferroflow-cases/src/case/mod.rs).
+/// device number) above i64::MAX read, but the resolved case could not be written (a panic in
+/// `Case::to_toml`); it is bad input now.
 #[test]
-#[ignore = "known failure in Case::to_toml, to be fixed in the case schema"]
-fn a_count_above_i64_max_in_a_case_file_does_not_panic() {
+fn a_count_above_i64_max_in_a_case_file_is_bad_input() {
     let text = "[numerics]\ncheck_interval = 9223372036854775808\n";
     assert!(examined(text).is_ok(), "{:?}", examined(text));
+    let e = Case::from_toml(text, "fuzz.toml").unwrap_err();
+    assert!(e.to_string().contains("largest integer"), "{e}");
 }
 
-/// Found by the tests above: NaN in a key the case does not use (here the expansion
-/// coefficient of a nondimensional buoyancy-driven cavity) is written to the resolved case as
-/// `NaN`, which TOML does not read, so neither `ferroflow run case.resolved.toml` nor
-/// `--restart` (whose checkpoint holds the same text) works.
+/// Found by the tests above: NaN in a key the case does not use was written to the resolved
+/// case as `NaN`, which TOML does not read back; a non-finite number is bad input in any key.
 #[test]
-#[ignore = "known failure in the resolved case, to be fixed in the case schema"]
-fn nan_in_an_unused_key_reads_back_from_the_resolved_case() {
+fn nan_in_an_unused_key_is_bad_input() {
     let text = "[physics]\nmodel = \"boussinesq\"\nexpansion = nan\n";
-    let case = Case::from_toml(text, "fuzz.toml").unwrap();
-    let resolved = case.to_toml();
-    let again = Case::from_toml(&resolved, "resolved");
-    assert!(
-        again.is_ok_and(|again| again.to_toml() == resolved),
-        "{resolved}"
+    let e = Case::from_toml(text, "fuzz.toml").unwrap_err();
+    assert_eq!(
+        (e.line, e.key.as_deref()),
+        (Some(3), Some("physics.expansion"))
     );
 }

@@ -551,6 +551,43 @@ pub fn default_value(doc: &KeyDoc) -> Option<toml::Value> {
     table
 }
 
+/// The case must be one `case.resolved.toml` and checkpoints can hold and read back: no NaN or
+/// infinity (TOML writes them, but they mean nothing in any key), no count above the largest
+/// TOML integer.
+fn check_writable(text: &str, origin: &str, case: &Case) -> Result<(), CaseError> {
+    fn non_finite(value: &toml::Value, path: &str) -> Option<(String, f64)> {
+        match value {
+            toml::Value::Float(x) if !x.is_finite() => Some((path.to_string(), *x)),
+            toml::Value::Array(items) => items.iter().find_map(|v| non_finite(v, path)),
+            toml::Value::Table(t) => t.iter().find_map(|(k, v)| {
+                non_finite(
+                    v,
+                    &format!("{path}{}{k}", if path.is_empty() { "" } else { "." }),
+                )
+            }),
+            _ => None,
+        }
+    }
+    let table = toml::Table::try_from(case).map_err(|_| CaseError {
+        origin: origin.into(),
+        line: None,
+        key: None,
+        message: format!(
+            "a count above {}, the largest integer a case file holds",
+            i64::MAX
+        ),
+    })?;
+    match non_finite(&toml::Value::Table(table), "") {
+        Some((key, x)) => Err(CaseError {
+            origin: origin.into(),
+            line: key_line(text, &key),
+            message: format!("{x} is not a finite number"),
+            key: Some(key),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// A parse error of `text`, located at its line and key.
 fn syntax_error(text: &str, origin: &str, e: &toml::de::Error) -> CaseError {
     let at = e.span().map(|s| s.start);
@@ -629,6 +666,7 @@ impl Case {
             case
         };
         case.complete_boundary();
+        check_writable(text, origin, &case)?;
         Ok(case)
     }
 
