@@ -25,7 +25,7 @@ for n in "${grids[@]}"; do
   nodes=$(printf "%s," $(for _ in $(seq "$dim"); do echo "$n"; done))
   echo "== $case on ${n}^$dim ($backend)"
   # shellcheck disable=SC2086
-  "$exe" run "$case" --backend "$backend" --set "grid.nodes=[${nodes%,}]" --quiet \
+  "$exe" run "$case" --backend "$backend" --set "mesh.nodes=[${nodes%,}]" --quiet \
     --out "$out/$case-$n" ${EXTRA:-}
   grep -E "converged|Ra =|Nusselt" "$out/$case-$n/run.log" | grep -v '^ \{4\}' || true
 done

@@ -19,9 +19,9 @@ long() { local limit=$1; shift; step timeout "$limit" "$@" --set output.checkpoi
   step "$bin" info
   # Launch-shape tables (each also caches the choice for the runs below).
   for p in f64 f32; do
-    step "$bin" tune cavity2d-re100 --set 'grid.nodes=[4097,4097]' --precision $p
-    step "$bin" tune cavity3d-re100 --set 'grid.nodes=[257,257,257]' --precision $p
-    step "$bin" tune cavity3d-re100 --set 'grid.nodes=[513,513,513]' --precision $p
+    step "$bin" tune cavity2d-re100 --set 'mesh.nodes=[4097,4097]' --precision $p
+    step "$bin" tune cavity3d-re100 --set 'mesh.nodes=[257,257,257]' --precision $p
+    step "$bin" tune cavity3d-re100 --set 'mesh.nodes=[513,513,513]' --precision $p
   done
   step "$bin" bench --backend cuda --n2d 1025,4097,8193 --n3d 257,513
   step "$bin" bench --backend cuda --no-tune --n2d 4097 --n3d 257
@@ -34,9 +34,9 @@ long() { local limit=$1; shift; step timeout "$limit" "$@" --set output.checkpoi
   step "$bin" verify mms --dim 3 --backend cuda --out "$work/mms3"
   step "$bin" verify mms --dim 3 --energy --backend cuda --out "$work/mms3e"
   long 120 "$bin" verify cavity cavity2d-re100 cavity2d-re1000 cavity3d-re100 --set backend.kind=cuda --out "$work/gpu-same-grid"
-  long 120 "$bin" verify cavity cavity2d-re1000 --set 'grid.nodes=[257,257]' --set backend.kind=cuda --out "$work/gpu-2d-257"
-  long 200 "$bin" verify cavity cavity3d-re1000 --set 'grid.nodes=[129,129,129]' --set numerics.check_interval=500 --set backend.kind=cuda --out "$work/gpu-3d-129"
-  long 200 "$bin" verify cavity cavity3d-re1000 --set 'grid.nodes=[193,193,193]' --set numerics.check_interval=500 --set backend.kind=cuda --out "$work/gpu-3d-193"
+  long 120 "$bin" verify cavity cavity2d-re1000 --set 'mesh.nodes=[257,257]' --set backend.kind=cuda --out "$work/gpu-2d-257"
+  long 200 "$bin" verify cavity cavity3d-re1000 --set 'mesh.nodes=[129,129,129]' --set numerics.check_interval=500 --set backend.kind=cuda --out "$work/gpu-3d-129"
+  long 200 "$bin" verify cavity cavity3d-re1000 --set 'mesh.nodes=[193,193,193]' --set numerics.check_interval=500 --set backend.kind=cuda --out "$work/gpu-3d-193"
   step env FERROFLOW="$bin" OUT="$work/bdc-study" "$(dirname "$0")/bdc-study.sh" bdc3d 33 65 129
 } >"$out/verify.txt" 2>&1
 [[ $what == bench ]] || (cd "$work" && tar czf "$out/results.tar.gz" --exclude='*.vti' --exclude='*.ffcp' --exclude='*.pvd' mms2 mms3 mms3e gpu-same-grid gpu-2d-257 gpu-3d-129 gpu-3d-193 bdc-study cache)

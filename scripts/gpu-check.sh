@@ -7,20 +7,20 @@
 #   mkdir -p gpu-tests
 #   grep -o 'target/release/deps/[^)]*' /tmp/cuda-tests.log | xargs -I{} cp {} gpu-tests/
 # (cargo prints one "Executable ... (target/release/deps/NAME-HASH)" line per test executable:
-#  the unit tests ferroflow_cuda-*, compile_kernels-* and gpu-*.)
+#  the unit tests ferroflow_cuda-*, compile_kernels-*, decomposed-*, gpu-* and mirror-*.)
 #
 # Run (GPU machine, from the repository root):
 #   scripts/gpu-check.sh gpu-tests
-# Every executable in the directory runs with FERROFLOW_REQUIRE_GPU=1 and
-# FERROFLOW_REQUIRE_NVRTC=1 (a missing GPU or NVRTC fails instead of skipping), one test at a
-# time (tuning times kernels), with output shown. Logs go to $OUT (default ./gpu-check-logs):
+# Every executable in the directory runs with --include-ignored: the tests `cargo test` ignores
+# for want of a GPU or NVRTC run here, and fail if either is missing. One test at a time
+# (tuning times kernels), with output shown; FERROFLOW_TEST_GPUS=N spreads the blocks of the
+# decomposed tests over N GPUs. Logs go to $OUT (default ./gpu-check-logs):
 # one NAME.log per executable, summary.txt, nvidia-smi.txt, and the tuning cache in cache/.
 # The exit status is non-zero if any executable failed.
 set -uo pipefail
 dir=${1:?usage: scripts/gpu-check.sh DIRECTORY_OF_TEST_EXECUTABLES}
 out=${OUT:-$PWD/gpu-check-logs}
 mkdir -p "$out/cache"
-export FERROFLOW_REQUIRE_GPU=1 FERROFLOW_REQUIRE_NVRTC=1
 export FERROFLOW_CUDA_CACHE_DIR="$out/cache"
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || echo "nvidia-smi failed" >>"$out/nvidia-smi.txt"
 status=0

@@ -33,6 +33,11 @@ fn failed(message: String) -> BackendError {
     }
 }
 
+/// Tag of the halo that fills side `side` of block `block`: unique per receiving face.
+fn face_tag(block: usize, side: Side) -> usize {
+    6 * block + side as usize
+}
+
 impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
     /// Cuts `problem` as `decomposition` says and sets up this process's blocks with `make`
     /// (which gets each block's problem and extent).
@@ -63,8 +68,9 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
                     let len = face.len(&p.layout);
                     halos.push(Halo {
                         block: e.id,
-                        side,
                         neighbour,
+                        recv_tag: face_tag(e.id, side),
+                        send_tag: face_tag(neighbour, side.opposite()),
                         send: vec![R::zero(); len],
                         recv: vec![R::zero(); len],
                     });

@@ -1,10 +1,11 @@
 //! Lid-driven cavity: problem set-up, centreline profiles and comparison with reference data.
 use crate::reference::Profile;
+use crate::walls::{box_problem, Wall};
 use ferroflow_ac::{Numerics, Physics, Problem};
-use ferroflow_core::{Fields, Layout, ProblemError, Real};
+use ferroflow_core::{Fields, ProblemError, Real, Side};
 
-/// Unit square (2D) or cube (3D), lid y = 1 moving with u = `lid` along x, other walls at rest,
-/// fluid at rest initially, ν = lid · 1 / Re, ρ = 1.
+/// Unit square (2D) or cube (3D), lid y = 1 (patch `ymax`) moving with u = `lid` along x,
+/// other walls at rest, fluid at rest initially, ν = lid · 1 / Re, ρ = 1.
 pub fn lid_driven<R: Real>(
     dim: usize,
     n: [usize; 3],
@@ -13,18 +14,18 @@ pub fn lid_driven<R: Real>(
     numerics: Numerics,
 ) -> Result<Problem<R>, ProblemError> {
     ProblemError::positive("physics.reynolds", reynolds)?;
-    let layout = Layout::new(dim, n);
-    let mut initial = Fields::zeros(layout, 1 + dim);
-    layout.for_each_node(|_, j, _, o| {
-        if j == layout.n[1] - 1 {
-            initial.vars[1][o] = R::of(lid);
-        }
-    });
     let physics = Physics {
         viscosity: lid / reynolds,
         density: 1.0,
     };
-    Problem::new(layout, [1.0; 3], physics, numerics, initial)
+    box_problem(dim, n, 1.0, physics, numerics, &lid_walls(dim, lid), None)
+}
+
+/// The walls of the lid-driven cavity: `ymax` moving with u = `lid`, the others at rest.
+pub fn lid_walls(dim: usize, lid: f64) -> Vec<Wall> {
+    let mut walls = vec![Wall::REST; 2 * dim];
+    walls[Side::YHi as usize].velocity = [lid, 0.0, 0.0];
+    walls
 }
 
 /// Samples `(coordinate, value)` along a line.

@@ -17,9 +17,19 @@
 //! z = L/2), with positions.
 use crate::cavity::interpolate;
 use crate::reference;
-use ferroflow_ac::{Energy, Numerics, Physics, Problem, SideBc};
-use ferroflow_core::{Fields, Layout, ProblemError, Real};
+use crate::walls::{box_problem, Wall};
+use ferroflow_ac::{Energy, Numerics, Physics, Problem};
+use ferroflow_core::{Fields, ProblemError, Real, Side};
 use serde::Serialize;
+
+/// The walls of the differentially heated cavity: `xmin` at +ΔT/2, `xmax` at −ΔT/2, the
+/// others adiabatic, all at rest.
+pub fn heated_walls(dim: usize, delta_t: f64) -> Vec<Wall> {
+    let mut walls = vec![Wall::REST; 2 * dim];
+    walls[Side::XLo as usize].temperature = Some(0.5 * delta_t);
+    walls[Side::XHi as usize].temperature = Some(-0.5 * delta_t);
+    walls
+}
 
 /// Resolved physical parameters of a buoyancy-driven cavity.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -40,9 +50,14 @@ pub struct HeatedCavity {
     pub buoyancy: [f64; 3],
 }
 
+/// Length of a vector, without overflow where it is finite (exact for one non-zero component).
+fn length3(v: [f64; 3]) -> f64 {
+    v[0].hypot(v[1]).hypot(v[2])
+}
+
 /// Length of `gravity`, which must be finite and not zero.
 fn magnitude(gravity: [f64; 3]) -> Result<f64, ProblemError> {
-    let g = gravity.iter().map(|g| g * g).sum::<f64>().sqrt();
+    let g = length3(gravity);
     ProblemError::positive("physics.gravity", g)
 }
 
@@ -57,6 +72,16 @@ impl HeatedCavity {
         let rayleigh = ProblemError::positive("physics.rayleigh", rayleigh)?;
         let prandtl = ProblemError::positive("physics.prandtl", prandtl)?;
         let g = magnitude(gravity)?;
+        // The free-fall velocity sqrt(Ra Pr) α/L is the scheme's velocity scale.
+        if !(rayleigh * prandtl).sqrt().is_finite() {
+            return Err(ProblemError::key(
+                "physics.rayleigh",
+                format!(
+                    "{rayleigh:e} with Pr = {prandtl}: Ra Pr overflows (the free-fall velocity \
+                     sqrt(Ra Pr) α/L must be finite)"
+                ),
+            ));
+        }
         Ok(HeatedCavity {
             rayleigh,
             prandtl,
@@ -85,8 +110,21 @@ impl HeatedCavity {
         let prandtl = ProblemError::positive("physics.prandtl", prandtl)?;
         let delta_t = ProblemError::positive("physics.delta_t", delta_t)?;
         let diffusivity = viscosity / prandtl;
+        let rayleigh = g * expansion * delta_t * length.powi(3) / (viscosity * diffusivity);
+        let free_fall = (g * expansion * delta_t * length).sqrt();
+        if !(rayleigh.is_finite() && diffusivity > 0.0 && free_fall.is_finite() && free_fall > 0.0)
+        {
+            return Err(ProblemError::key(
+                "physics",
+                format!(
+                    "the dimensional inputs give Ra = {rayleigh:e}, α = ν / Pr = {diffusivity:e} \
+                     and the free-fall velocity sqrt(|g| β_T ΔT L) = {free_fall:e}: all must be \
+                     finite and above zero"
+                ),
+            ));
+        }
         Ok(HeatedCavity {
-            rayleigh: g * expansion * delta_t * length.powi(3) / (viscosity * diffusivity),
+            rayleigh,
             prandtl,
             length,
             delta_t,
@@ -98,29 +136,42 @@ impl HeatedCavity {
 
     /// Free-fall velocity sqrt(|g| β_T ΔT L): the velocity scale U_ref of the scheme.
     pub fn velocity_scale(&self) -> f64 {
-        let b = self.buoyancy.iter().map(|b| b * b).sum::<f64>().sqrt();
+        let b = length3(self.buoyancy);
         (b * self.delta_t * self.length).sqrt()
     }
 
-    /// The problem on a `dim`-dimensional grid of `n` nodes per axis; `numerics.u_ref` is
-    /// replaced by [`HeatedCavity::velocity_scale`].
+    /// The differentially heated cavity ([`heated_walls`]) on a `dim`-dimensional grid
+    /// of `n` nodes per axis; `numerics.u_ref` is replaced by [`HeatedCavity::velocity_scale`].
     pub fn problem<R: Real>(
         &self,
         dim: usize,
         n: [usize; 3],
         numerics: Numerics,
     ) -> Result<Problem<R>, ProblemError> {
-        let layout = Layout::new(dim, n);
-        let t = 1 + dim;
-        let mut initial = Fields::zeros(layout, t + 1);
-        let half = R::of(0.5 * self.delta_t);
-        layout.for_each_node(|i, _, _, o| {
-            if i == 0 {
-                initial.vars[t][o] = half;
-            } else if i == layout.n[0] - 1 {
-                initial.vars[t][o] = -half;
-            }
-        });
+        self.problem_with_walls(dim, n, numerics, &heated_walls(dim, self.delta_t))
+    }
+
+    /// The box with `walls` (one per side), whose isothermal walls span ΔT: the Boussinesq
+    /// reference temperature, and the fluid's initial one, is the mean of the hottest and the
+    /// coldest wall.
+    pub fn problem_with_walls<R: Real>(
+        &self,
+        dim: usize,
+        n: [usize; 3],
+        numerics: Numerics,
+        walls: &[Wall],
+    ) -> Result<Problem<R>, ProblemError> {
+        let temperatures = walls.iter().filter_map(|w| w.temperature);
+        let hot = temperatures.clone().fold(f64::NEG_INFINITY, f64::max);
+        let cold = temperatures.fold(f64::INFINITY, f64::min);
+        if hot <= cold {
+            return Err(ProblemError::OutOfRange {
+                name: "boundary",
+                value: hot - cold,
+                allowed: "isothermal walls of at least two temperatures (the hottest minus the \
+                          coldest is ΔT)",
+            });
+        }
         let physics = Physics {
             viscosity: self.viscosity,
             density: 1.0,
@@ -129,21 +180,12 @@ impl HeatedCavity {
             u_ref: self.velocity_scale(),
             ..numerics
         };
-        let mut problem = Problem::new(layout, [self.length; 3], physics, numerics, initial)?
-            .with_energy(Energy {
-                diffusivity: self.diffusivity,
-                buoyancy: self.buoyancy,
-                t_ref: 0.0,
-            })?;
-        problem.sides = [
-            SideBc::Wall,
-            SideBc::Wall,
-            SideBc::AdiabaticWall,
-            SideBc::AdiabaticWall,
-            SideBc::AdiabaticWall,
-            SideBc::AdiabaticWall,
-        ];
-        Ok(problem)
+        let energy = Energy {
+            diffusivity: self.diffusivity,
+            buoyancy: self.buoyancy,
+            t_ref: 0.5 * (hot + cold),
+        };
+        box_problem(dim, n, self.length, physics, numerics, walls, Some(energy))
     }
 
     /// Heat transfer and flow figures of a solution (`fields` of a problem from

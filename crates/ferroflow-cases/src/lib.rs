@@ -14,5 +14,6 @@ pub mod post;
 pub mod reference;
 pub mod resolvable;
 pub mod summary;
+pub mod walls;
 
 pub use case::{Case, CaseError};

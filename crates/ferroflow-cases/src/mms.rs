@@ -225,6 +225,20 @@ pub struct MmsRow {
     pub linf_order: Option<f64>,
 }
 
+/// The observed orders on the finest pair of grids of a study: `(variable, norm, order)` with
+/// norm `L2` or `Linf`, in the order of `rows`.
+pub fn finest_orders(rows: &[MmsRow]) -> Vec<(&'static str, &'static str, f64)> {
+    let finest = rows.iter().map(|r| r.n).max();
+    rows.iter()
+        .filter(|r| Some(r.n) == finest)
+        .flat_map(|r| {
+            [("L2", r.l2_order), ("Linf", r.linf_order)]
+                .into_iter()
+                .filter_map(move |(norm, order)| Some((r.variable, norm, order?)))
+        })
+        .collect()
+}
+
 /// Observed order from errors on two grids with spacings `h_coarse`, `h_fine`.
 pub fn observed_order(e_coarse: f64, e_fine: f64, h_coarse: f64, h_fine: f64) -> f64 {
     (e_coarse / e_fine).ln() / (h_coarse / h_fine).ln()

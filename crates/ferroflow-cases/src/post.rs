@@ -1,6 +1,6 @@
 //! What the fields of a finished run show, by kind of case: the centreline profiles, their
 //! deviation from published data, and for a buoyancy-driven cavity its heat transfer.
-use crate::case::CaseKind;
+use crate::case::{Classic, Model};
 use crate::cavity::{self, Line};
 use crate::convection::HeatTransfer;
 use crate::reference::{self, Profile};
@@ -34,15 +34,18 @@ pub fn post_process<R: Real>(
 ) -> Result<Results, ProblemError> {
     let (u, v) = cavity::centrelines(problem, fields);
     let mut heat_transfer = None;
-    let parameters = match case.case.kind {
-        CaseKind::LidDrivenCavity => format!("Re = {}", case.physics.reynolds),
-        CaseKind::BuoyancyDrivenCavity => {
+    let parameters = match case.physics.model {
+        Model::Incompressible => format!("Re = {}", case.physics.reynolds),
+        Model::Boussinesq => {
             let cavity = case.heated_cavity()?;
-            heat_transfer = Some(cavity.report(problem, fields));
+            // The wall Nusselt numbers are those of the hot xmin and the cold xmax wall.
+            if case.classic() == Some(Classic::HeatedCavity) {
+                heat_transfer = Some(cavity.report(problem, fields));
+            }
             format!("Ra = {:.4e}, Pr = {}", cavity.rayleigh, cavity.prandtl)
         }
     };
-    let grid: Vec<String> = case.grid.nodes.iter().map(|n| n.to_string()).collect();
+    let grid: Vec<String> = case.mesh.nodes.iter().map(|n| n.to_string()).collect();
     let title = format!(
         "{}: {parameters}, {} nodes",
         case.case.name,
@@ -77,15 +80,13 @@ pub fn post_process<R: Real>(
     })
 }
 
-/// Published centreline profiles for the case's Reynolds number, if there are any.
+/// Published centreline profiles for the case's Reynolds number, if it is the lid-driven
+/// cavity and there are any.
 pub fn reference_profiles(case: &Case) -> Option<(Profile, Profile)> {
     let re = case.physics.reynolds;
-    if case.case.kind != CaseKind::LidDrivenCavity
-        || re.fract() != 0.0
-        || case.physics.lid_velocity != 1.0
-    {
+    if case.classic() != Some(Classic::LidDrivenCavity) || re.fract() != 0.0 {
         None
-    } else if case.grid.dim == 2 {
+    } else if case.mesh.dim == 2 {
         reference::ghia(re as u32)
     } else {
         reference::albensoeder_kuhlmann(re as u32)

@@ -1,7 +1,8 @@
 //! Whether the scheme resolves a case in its precision (see
 //! `ferroflow_ac::Problem::check_resolvable`), as an error that names the case's input at
 //! fault: its first residuals would otherwise underflow to zero, which reads as convergence.
-use crate::case::{CaseKind, Inputs, PhysicsSpec};
+use crate::case::{Inputs, Model, PhysicsSpec};
+use crate::walls::PATCHES;
 use crate::Case;
 use ferroflow_ac::{Problem, Unresolvable};
 use ferroflow_core::{ProblemError, Real};
@@ -21,51 +22,62 @@ pub fn check_resolvable<R: Real>(case: &Case, problem: &Problem<R>) -> Result<()
     let Err(why) = problem.check_resolvable() else {
         return Ok(());
     };
-    let ph = &case.physics;
-    let (name, value) = match (case.case.kind, why) {
-        (_, Unresolvable::Cfl { .. }) => ("numerics.cfl", case.numerics.cfl),
-        // The step depends on Re alone, the residuals' scale mostly on U.
-        (CaseKind::LidDrivenCavity, Unresolvable::Step { .. }) => ("physics.reynolds", ph.reynolds),
-        (CaseKind::LidDrivenCavity, Unresolvable::Scale { .. }) => {
-            ("physics.lid_velocity", ph.lid_velocity)
-        }
-        (CaseKind::BuoyancyDrivenCavity, _) => farthest_from_default(ph),
+    let allowed = match why {
+        Unresolvable::Step { .. } | Unresolvable::Cfl { .. } => STEP,
+        Unresolvable::Scale { .. } => SCALE,
     };
-    Err(ProblemError::OutOfRange {
+    let ph = &case.physics;
+    let (name, value) = match (ph.model, why) {
+        (_, Unresolvable::Cfl { .. }) => ("numerics.cfl".to_string(), case.numerics.cfl),
+        // The step depends on Re alone, the residuals' scale mostly on U: the fastest wall's.
+        (Model::Incompressible, Unresolvable::Step { .. }) => {
+            ("physics.reynolds".to_string(), ph.reynolds)
+        }
+        (Model::Incompressible, Unresolvable::Scale { .. }) => {
+            let walls = case.walls()?;
+            let (side, wall) = walls
+                .iter()
+                .enumerate()
+                .max_by(|a, b| a.1.speed().total_cmp(&b.1.speed()))
+                .expect("a box has walls");
+            (format!("boundary.{}.velocity", PATCHES[side]), wall.speed())
+        }
+        (Model::Boussinesq, _) => farthest_from_default(case),
+    };
+    Err(ProblemError::key(
         name,
-        value,
-        allowed: match why {
-            Unresolvable::Step { .. } | Unresolvable::Cfl { .. } => STEP,
-            Unresolvable::Scale { .. } => SCALE,
-        },
-    })
+        format!("{value:e} is out of range: {allowed}"),
+    ))
 }
 
 /// The buoyancy-driven cavity's input farthest (in decades) from its default, the likely
 /// cause when several inputs together set the limits.
-fn farthest_from_default(ph: &PhysicsSpec) -> (&'static str, f64) {
-    let d = PhysicsSpec::default();
-    let g = |v: [f64; 3]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+fn farthest_from_default(case: &Case) -> (String, f64) {
+    let (ph, d) = (&case.physics, PhysicsSpec::default());
+    let g = |v: [f64; 3]| v[0].hypot(v[1]).hypot(v[2]);
     let inputs = match ph.inputs {
         Inputs::Nondimensional => vec![
             ("physics.rayleigh", ph.rayleigh, d.rayleigh),
             ("physics.prandtl", ph.prandtl, d.prandtl),
         ],
-        Inputs::Dimensional => vec![
-            ("physics.length", ph.length, d.length),
-            ("physics.gravity", g(ph.gravity), g(d.gravity)),
-            ("physics.expansion", ph.expansion, d.expansion),
-            ("physics.viscosity", ph.viscosity, d.viscosity),
-            ("physics.prandtl", ph.prandtl, d.prandtl),
-            ("physics.delta_t", ph.delta_t, d.delta_t),
-        ],
+        Inputs::Dimensional => {
+            let delta_t = case.heated_cavity().map_or(1.0, |c| c.delta_t);
+            vec![
+                ("mesh.length", case.mesh.length, 0.05),
+                ("physics.gravity", g(ph.gravity), g(d.gravity)),
+                ("physics.expansion", ph.expansion, d.expansion),
+                ("physics.viscosity", ph.viscosity, d.viscosity),
+                ("physics.prandtl", ph.prandtl, d.prandtl),
+                ("boundary", delta_t, 7.6009),
+            ]
+        }
     };
     let decades = |(_, v, d): &(&str, f64, f64)| (v / d).log10().abs();
     let (name, value, _) = inputs
         .into_iter()
         .reduce(|a, b| if decades(&b) > decades(&a) { b } else { a })
         .expect("every kind of inputs has some");
-    (name, value)
+    (name.to_string(), value)
 }
 
 #[cfg(test)]
@@ -80,12 +92,12 @@ mod tests {
         *match key {
             "numerics.cfl" => &mut case.numerics.cfl,
             "physics.reynolds" => &mut ph.reynolds,
-            "physics.lid_velocity" => &mut ph.lid_velocity,
+            "boundary.ymax.velocity" => &mut case.boundary.get_mut("ymax").unwrap().velocity[0],
             "physics.viscosity" => &mut ph.viscosity,
             "physics.rayleigh" => &mut ph.rayleigh,
             _ => unreachable!("{key}"),
         } = value;
-        case.grid.nodes = vec![9; case.grid.dim];
+        case.mesh.nodes = vec![9; case.mesh.dim];
         let problem = case.problem::<f64>().unwrap();
         check_resolvable(&case, &problem).err()
     }
@@ -94,15 +106,16 @@ mod tests {
     fn inputs_whose_residuals_vanish_are_named() {
         for (case, key, value) in [
             ("cavity2d-re100", "physics.reynolds", 1e300),
-            ("cavity2d-re100", "physics.lid_velocity", 1e-80),
-            ("cavity2d-re100", "physics.lid_velocity", 1e80),
+            ("cavity2d-re100", "boundary.ymax.velocity", 1e-80),
+            ("cavity2d-re100", "boundary.ymax.velocity", 1e80),
             ("bdc3d", "physics.viscosity", 1e-200),
             ("bdc2d", "physics.rayleigh", 1e150),
             ("bdc2d", "numerics.cfl", 1e-30),
         ] {
             match refused(case, key, value) {
-                Some(ProblemError::OutOfRange { name, value: v, .. }) => {
-                    assert_eq!((name, v), (key, value), "{case}")
+                Some(ProblemError::Key { key: k, message }) => {
+                    assert_eq!(k, key, "{case}");
+                    assert!(message.starts_with(&format!("{value:e} ")), "{message}");
                 }
                 other => panic!("{case} {key} = {value}: {other:?}"),
             }
@@ -111,7 +124,7 @@ mod tests {
         for (case, key, value) in [
             ("cavity2d-re100", "physics.reynolds", 1e8),
             ("cavity2d-re100", "physics.reynolds", 1e-3),
-            ("cavity2d-re100", "physics.lid_velocity", 1e-40),
+            ("cavity2d-re100", "boundary.ymax.velocity", 1e-40),
             ("bdc3d", "physics.viscosity", 1e-9),
             ("bdc2d", "physics.rayleigh", 1e10),
             ("cavity2d-re100", "numerics.cfl", 1e-12),

@@ -152,6 +152,24 @@ pub struct FaceRow {
     pub len: usize,
 }
 
+/// The divisors of `count` up to `most`, ascending, in min(`most`, √`count`) steps.
+fn divisors(count: usize, most: usize) -> Vec<usize> {
+    let (mut small, mut large) = (Vec::new(), Vec::new());
+    let mut i = 1;
+    while i <= most && i <= count / i {
+        if count.is_multiple_of(i) {
+            small.push(i);
+            // Its cofactor, unless the same or beyond `most`.
+            if count / i != i && count / i <= most {
+                large.push(count / i);
+            }
+        }
+        i += 1;
+    }
+    small.extend(large.into_iter().rev());
+    small
+}
+
 /// Number of nodes in a region.
 pub fn region_len(r: &Region) -> usize {
     r.iter().map(|(lo, hi)| (hi - lo).max(0) as usize).product()
@@ -167,6 +185,7 @@ impl Decomposition {
             if d >= dim {
                 blocks[d] = 1;
             } else if n[d] < MIN_NODES {
+                // Too small for one block: the grid is at fault, not the cut.
                 return Err(ProblemError::GridTooSmall {
                     axis: d,
                     nodes: n[d],
@@ -187,13 +206,16 @@ impl Decomposition {
     /// least interface area, ties going to cuts along the slowest-varying axis (whose faces
     /// are contiguous in memory).
     pub fn automatic(dim: usize, n: [usize; 3], count: usize) -> Result<Self, ProblemError> {
-        // A grid too small for one block is too small for any cut: say so.
         Decomposition::new(dim, n, [1; 3])?;
+        // The most blocks an axis can take bounds the search, however large `count` is.
+        let most = |d: usize| match d < dim {
+            true => (n[d] - 2) / MIN_OWNED,
+            false => 1,
+        };
         // (blocks, key): the lowest key wins.
         let mut best: Option<([usize; 3], (u128, usize, usize))> = None;
-        let zmax = if dim == 3 { count } else { 1 };
-        for pz in (1..=zmax).filter(|p| count.is_multiple_of(*p)) {
-            for py in (1..=count / pz).filter(|p| (count / pz).is_multiple_of(*p)) {
+        for pz in divisors(count, most(2)) {
+            for py in divisors(count / pz, most(1)) {
                 let b = [count / pz / py, py, pz];
                 if Decomposition::new(dim, n, b).is_err() {
                     continue;
@@ -405,6 +427,55 @@ impl Decomposition {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn divisors_up_to_a_bound_come_in_order() {
+        assert_eq!(divisors(12, 100), [1, 2, 3, 4, 6, 12]);
+        assert_eq!(divisors(12, 4), [1, 2, 3, 4]);
+        assert_eq!(divisors(36, 36), [1, 2, 3, 4, 6, 9, 12, 18, 36]);
+        assert_eq!(divisors(0, 10), Vec::<usize>::new());
+        assert_eq!(divisors(usize::MAX, 10), [1, 3, 5]);
+    }
+
+    #[test]
+    fn grids_too_small_or_counts_too_large_are_errors_at_once() {
+        for dim in [2, 3] {
+            let small = Decomposition::automatic(dim, [1, 5, 5], 1).unwrap_err();
+            assert!(matches!(
+                small,
+                ProblemError::GridTooSmall {
+                    axis: 0,
+                    nodes: 1,
+                    ..
+                }
+            ));
+            let small = Decomposition::new(dim, [5, 4, 5], [1, 1, 1]).unwrap_err();
+            assert!(matches!(
+                small,
+                ProblemError::GridTooSmall {
+                    axis: 1,
+                    nodes: 4,
+                    ..
+                }
+            ));
+            for count in [usize::MAX, 1 << 62, (1 << 61) - 1] {
+                let many = Decomposition::automatic(dim, [65, 65, 65], count).unwrap_err();
+                assert!(
+                    matches!(
+                        many,
+                        ProblemError::OutOfRange {
+                            name: "parallel.count",
+                            ..
+                        }
+                    ),
+                    "{many:?}"
+                );
+            }
+        }
+        // The largest count the grid allows is still found: 21 blocks per axis.
+        let d = Decomposition::automatic(3, [65, 65, 65], 21 * 21 * 21).unwrap();
+        assert_eq!(d.blocks, [21, 21, 21]);
+    }
 
     #[test]
     fn blocks_own_every_updated_node_once() {

@@ -13,6 +13,15 @@ pub enum ProblemError {
         /// The allowed range, in words.
         allowed: &'static str,
     },
+    /// A setting that is wrong in a way a range cannot say (a key whose name is built at run
+    /// time, such as a boundary patch's, or one that contradicts another key).
+    #[error("{key}: {message}")]
+    Key {
+        /// Dotted key, as in case files (e.g. `boundary.ymax.velocity`).
+        key: String,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
     /// A grid too small for the stencils and boundary extrapolation.
     #[error("grid has {nodes} nodes along axis {axis}; at least {min} are needed by the stencil")]
     GridTooSmall {
@@ -39,6 +48,14 @@ pub enum ProblemError {
 }
 
 impl ProblemError {
+    /// A [`ProblemError::Key`] error.
+    pub fn key(key: impl Into<String>, message: impl Into<String>) -> ProblemError {
+        ProblemError::Key {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
     /// `value` if it is finite and above zero, else the error naming parameter `name`.
     pub fn positive(name: &'static str, value: f64) -> Result<f64, ProblemError> {
         if value > 0.0 && value.is_finite() {

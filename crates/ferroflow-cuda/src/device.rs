@@ -194,6 +194,16 @@ fn enough_memory(
     })
 }
 
+/// Bytes of level-2 cache of device `ordinal`, the last level before its memory.
+pub fn l2_cache_bytes(ordinal: usize) -> Result<usize, BackendError> {
+    let device = Device::open(ordinal)?;
+    let bytes = device
+        .ctx
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+        .check("reading the L2 cache size")?;
+    Ok(bytes as usize)
+}
+
 /// The first device as `ferroflow info` shows it (name, memory, compute capability, library
 /// versions), or the reason no device is usable.
 pub fn probe() -> Result<String, String> {
@@ -257,10 +267,9 @@ mod tests {
     }
 
     #[test]
-    fn probe_gives_a_reason_without_a_driver() {
+    fn probe_blames_the_driver_only_without_one() {
         // SAFETY: as in Device::open.
-        if !unsafe { sys::is_culib_present() } {
-            assert_eq!(probe().unwrap_err(), NO_DRIVER);
-        }
+        let driver = unsafe { sys::is_culib_present() };
+        assert_eq!(probe().err().as_deref() == Some(NO_DRIVER), !driver);
     }
 }

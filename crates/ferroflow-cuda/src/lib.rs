@@ -60,7 +60,7 @@ mod tune;
 
 pub use backend::{CudaBackend, CudaOptions};
 pub use bandwidth::copy_bandwidth;
-pub use device::probe;
+pub use device::{l2_cache_bytes, probe};
 pub use launch::LaunchShape;
 pub use multi::{MultiGpu, MultiGpuOptions};
 pub use peer::{link_bandwidth, HaloRoute};

@@ -1,23 +1,24 @@
 //! CI check that the CUDA kernels cannot rot: every kernel, for every precision, every
 //! candidate launch shape and every entry point, compiles to machine code for sm_90 with NVRTC
-//! alone (no driver, no GPU). Without NVRTC the test is skipped (it says why), unless
-//! FERROFLOW_REQUIRE_NVRTC=1.
+//! alone (no driver, no GPU). They need NVRTC, so `cargo test` ignores them; run with
+//! `--ignored` (CI does) they fail where libnvrtc.so.13 is not on the loader path.
 use ferroflow_cuda::compile::{compile_many, every_build, nvrtc_available, nvrtc_version};
 
 /// The GPU machine's architecture.
 const ARCH: &str = "sm_90";
 
+/// Fails unless NVRTC can be loaded.
+fn nvrtc() {
+    assert!(
+        nvrtc_available(),
+        "NVRTC (libnvrtc.so.13) is not on the loader path"
+    );
+}
+
 #[test]
+#[ignore = "needs NVRTC (libnvrtc.so.13): run with --ignored, see README.md"]
 fn every_kernel_compiles_for_sm_90() {
-    if !nvrtc_available() {
-        let why = "NVRTC (libnvrtc.so.13) is not on the loader path";
-        assert!(
-            std::env::var("FERROFLOW_REQUIRE_NVRTC").as_deref() != Ok("1"),
-            "FERROFLOW_REQUIRE_NVRTC=1 but {why}"
-        );
-        println!("skipped: {why} (set FERROFLOW_REQUIRE_NVRTC=1 to make this a failure)");
-        return;
-    }
+    nvrtc();
     let start = std::time::Instant::now();
     // fmad only changes code generation, not what must compile.
     let builds = every_build(false);
@@ -35,12 +36,10 @@ fn every_kernel_compiles_for_sm_90() {
 }
 
 #[test]
+#[ignore = "needs NVRTC (libnvrtc.so.13): run with --ignored, see README.md"]
 fn a_compile_failure_carries_the_nvrtc_log() {
     use ferroflow_cuda::compile::{compile, Build, Program, Scalar, Variant};
-    if !nvrtc_available() {
-        println!("skipped: NVRTC is not on the loader path");
-        return;
-    }
+    nvrtc();
     let build = Build {
         program: Program::AcStep {
             dim: 4,

@@ -1,4 +1,5 @@
-//! Tables (CSV) and documents (JSON).
+//! Tables (CSV) and documents (JSON), each written atomically ([`crate::file`]).
+use crate::file;
 use serde::Serialize;
 use std::io;
 use std::path::Path;
@@ -9,16 +10,18 @@ where
     I: IntoIterator<Item = Vec<S>>,
     S: AsRef<[u8]>,
 {
-    let mut w = csv::Writer::from_path(path)?;
-    w.write_record(header)?;
-    for row in rows {
-        w.write_record(&row)?;
-    }
-    w.flush()
+    file::write_with(path, |out| {
+        let mut w = csv::Writer::from_writer(out);
+        w.write_record(header)?;
+        for row in rows {
+            w.write_record(&row)?;
+        }
+        w.flush()
+    })
 }
 
 /// Writes `value` as pretty-printed JSON with a final newline.
 pub fn write_json(path: &Path, value: &impl Serialize) -> io::Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
-    std::fs::write(path, text + "\n")
+    file::write(path, text + "\n")
 }

@@ -1,5 +1,7 @@
 //! Fields for ParaView and VisIt: VTK XML ImageData (`.vti`) with binary appended data, raw or
-//! zlib-compressed, and `.pvd` collections indexing several of them by iteration.
+//! zlib-compressed, and `.pvd` collections indexing several of them by iteration; each file
+//! written atomically ([`crate::file`]).
+use crate::file;
 use ferroflow_core::{Fields, Real};
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
@@ -90,16 +92,16 @@ pub fn write_image_data<R: Real>(
     }
     xml += "      </PointData>\n    </Piece>\n  </ImageData>\n  <AppendedData encoding=\"raw\">\n_";
 
-    let mut f = io::BufWriter::new(std::fs::File::create(path)?);
-    f.write_all(xml.as_bytes())?;
-    for (header, body) in &encoded {
-        f.write_all(header)?;
-        for part in body {
-            f.write_all(part)?;
+    file::write_with(path, |f| {
+        f.write_all(xml.as_bytes())?;
+        for (header, body) in &encoded {
+            f.write_all(header)?;
+            for part in body {
+                f.write_all(part)?;
+            }
         }
-    }
-    f.write_all(b"\n  </AppendedData>\n</VTKFile>\n")?;
-    f.flush()
+        f.write_all(b"\n  </AppendedData>\n</VTKFile>\n")
+    })
 }
 
 /// `values` as the UInt64 little-endian integers of the file's `header_type`.
@@ -140,7 +142,7 @@ pub fn write_collection(path: &Path, datasets: &[(usize, String)]) -> io::Result
         );
     }
     xml += "  </Collection>\n</VTKFile>\n";
-    std::fs::write(path, xml)
+    file::write(path, xml)
 }
 
 #[cfg(test)]

@@ -114,9 +114,8 @@ impl Mpi {
         for h in halos.iter_mut() {
             let Some(r) = peer(h.neighbour) else { continue };
             let process = world.process_at_rank(r as Rank);
-            let side = h.side as usize;
-            receives.push((process, tag(h.block, side), &mut h.recv[..]));
-            sends.push((process, tag(h.neighbour, side ^ 1), &h.send[..]));
+            receives.push((process, h.recv_tag as Tag, &mut h.recv[..]));
+            sends.push((process, h.send_tag as Tag, &h.send[..]));
         }
         mpi::request::scope(|scope| {
             let mut pending_receives = Vec::new();
@@ -133,11 +132,6 @@ impl Mpi {
         });
         Ok(())
     }
-}
-
-/// Tag of the message that fills side `side` of block `block`: unique per receiving face.
-fn tag(block: usize, side: usize) -> Tag {
-    (6 * block + side) as Tag
 }
 
 /// `values` as the type `T` they are, if `R` is `T`: MPI needs to know whether a generic

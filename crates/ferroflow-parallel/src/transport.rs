@@ -1,27 +1,31 @@
 //! Moving packed halo buffers between blocks, and the global reductions.
-use ferroflow_core::{BackendError, Real, Side};
+use ferroflow_core::{BackendError, Real};
 
-/// One interface face of a local block: what it sends and where its halo arrives.
+/// One halo link of a local block: the packed values it sends to a neighbouring block and those
+/// arriving from it. What the values are (a face of a structured block, an index list of an
+/// unstructured partition) is the scheme's business; links are matched by their blocks and tags.
 #[derive(Debug, Clone)]
 pub struct Halo<R> {
     /// The local block.
     pub block: usize,
-    /// Its side.
-    pub side: Side,
-    /// The block across the side.
+    /// The block at the other end.
     pub neighbour: usize,
-    /// Packed values this side sends.
+    /// Tag of the message that fills `recv`: unique among the links into `block` of all blocks.
+    pub recv_tag: usize,
+    /// Tag of the message `send` goes as: the `recv_tag` of the neighbour's link back.
+    pub send_tag: usize,
+    /// Packed values this link sends.
     pub send: Vec<R>,
-    /// Packed values arriving for this side's halo.
+    /// Packed values arriving for this link.
     pub recv: Vec<R>,
 }
 
 impl<R> Halo<R> {
-    /// Whether `other` is the face across from this one (what it sends, this one receives).
+    /// Whether `other` is the link across from this one (what it sends, this one receives).
     pub fn faces(&self, other: &Halo<R>) -> bool {
         other.block == self.neighbour
             && other.neighbour == self.block
-            && other.side == self.side.opposite()
+            && other.send_tag == self.recv_tag
     }
 }
 
@@ -56,8 +60,8 @@ pub(crate) fn copy_across<R: Real>(halos: &mut [Halo<R>], h: usize) -> Result<()
         .ok_or_else(|| BackendError::Failed {
             backend: "in-process",
             message: format!(
-                "no face across from block {} {:?}",
-                halos[h].block, halos[h].side
+                "no link from block {} into block {} with tag {}",
+                halos[h].neighbour, halos[h].block, halos[h].recv_tag
             ),
         })?;
     let values = std::mem::take(&mut halos[from].send);
@@ -85,5 +89,41 @@ impl<R: Real> Transport<R> for InProcess {
 
     fn broadcast(&mut self, _values: &mut [R], _root: usize) -> Result<(), BackendError> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(block: usize, neighbour: usize, tags: (usize, usize), value: f64) -> Halo<f64> {
+        Halo {
+            block,
+            neighbour,
+            recv_tag: tags.0,
+            send_tag: tags.1,
+            send: vec![value; 3],
+            recv: vec![0.0; 3],
+        }
+    }
+
+    #[test]
+    fn in_process_links_match_by_blocks_and_tags() {
+        // Blocks 0 and 1 share two links (as two faces of a periodic pair would).
+        let mut halos = vec![
+            link(0, 1, (10, 20), 1.0),
+            link(1, 0, (20, 10), 2.0),
+            link(0, 1, (11, 21), 3.0),
+            link(1, 0, (21, 11), 4.0),
+        ];
+        InProcess.exchange(&mut halos).unwrap();
+        let received: Vec<f64> = halos.iter().map(|h| h.recv[0]).collect();
+        assert_eq!(received, [2.0, 1.0, 4.0, 3.0]);
+        let mut lonely = vec![link(0, 1, (10, 20), 1.0)];
+        let e = InProcess.exchange(&mut lonely).unwrap_err().to_string();
+        assert!(
+            e.contains("no link from block 1 into block 0 with tag 10"),
+            "{e}"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! Checkpoints: everything needed to continue a run bitwise as if it had never stopped (the
 //! resolved case, the driver's record, the state's node values), in one file written atomically
-//! (temporary file, CRC-32 checksum, rename) so that a kill at any moment leaves the previous
-//! checkpoint intact.
+//! ([`ferroflow_io::file`]) with a CRC-32 checksum, so that a kill or a full disk at any moment
+//! leaves the previous checkpoint intact.
 //!
 //! Format 2 (`FFLOWCK2`, written): magic, resolved case, precision, wall time, the driver's
 //! record, then the grid (dimension, nodes per axis, variable count) and per variable the values
@@ -17,8 +17,8 @@
 //! f64; only their node values are used.
 use crate::simulation::{HistoryRow, Simulation, StopCriteria};
 use ferroflow_core::{Fields, Layout, Real};
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::Path;
 use thiserror::Error;
 
@@ -117,20 +117,7 @@ pub fn save<R: Real>(
     }
     let crc = crc32fast::hash(&b);
     b.extend_from_slice(&crc.to_le_bytes());
-
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::other("no file name"))?;
-    let tmp = path.with_file_name(format!("{}.tmp", name.to_string_lossy()));
-    let mut f = File::create(&tmp)?;
-    f.write_all(&b)?;
-    f.sync_all()?;
-    fs::rename(&tmp, path)?;
-    // Make the rename itself durable; not every platform can sync a directory.
-    if let Some(dir) = path.parent().and_then(|d| File::open(d).ok()) {
-        let _ = dir.sync_all();
-    }
-    Ok(())
+    ferroflow_io::file::write(path, &b)
 }
 
 /// The part both formats share: magic, case, precision, wall time and the driver's record, in

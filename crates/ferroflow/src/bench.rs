@@ -12,7 +12,18 @@ use ferroflow_core::decomposition::{Decomposition, Face};
 use ferroflow_core::Side;
 use ferroflow_core::{Backend, Real};
 use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
 use std::time::Instant;
+
+/// A state smaller than this many times the last-level cache is iterated partly from cache, so
+/// the memory roofline does not bound its throughput.
+const CACHE_FACTOR: f64 = 4.0;
+
+/// The CPU's last-level cache where sysfs does not give it: large, so that a doubtful grid is
+/// flagged rather than not.
+const DEFAULT_CACHE_BYTES: u64 = 256 << 20;
 
 /// Arguments of `ferroflow bench`.
 #[derive(Args)]
@@ -128,7 +139,7 @@ fn problem<R: Real>(args: &BenchArgs, dim: usize, n: usize) -> Result<Problem<R>
             .map_err(Failure::input);
     }
     let mut case = builtin(if dim == 2 { "bdc2d" } else { "bdc3d" }).expect("built-in case");
-    case.grid.nodes = nodes[..dim].to_vec();
+    case.mesh.nodes = nodes[..dim].to_vec();
     case.problem::<R>().map_err(Failure::input)
 }
 
@@ -181,11 +192,65 @@ fn backend<R: Real>(
     make_backend(problem, &spec, &parallel, decomposition, &World::alone())
 }
 
+/// Bytes of the CPU's last-level cache from sysfs (`root`: /sys/devices/system/cpu): the
+/// highest level any CPU has, summed over its instances (one per die or socket, told apart by
+/// the CPUs that share them). `None` where sysfs does not say.
+fn cpu_last_level_cache(root: &Path) -> Option<u64> {
+    let read = |path: &Path| Some(fs::read_to_string(path).ok()?.trim().to_string());
+    // (level, CPUs sharing it) -> size of each cache.
+    let mut caches = BTreeMap::new();
+    for cpu in fs::read_dir(root).ok()?.flatten() {
+        let name = cpu.file_name();
+        let number = name.to_str().and_then(|n| n.strip_prefix("cpu"));
+        if !number.is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) {
+            continue;
+        }
+        for index in fs::read_dir(cpu.path().join("cache"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let dir = index.path();
+            let level = read(&dir.join("level")).and_then(|l| l.parse::<u32>().ok());
+            let size = read(&dir.join("size")).and_then(|s| cache_size(&s));
+            if let (Some(level), Some(size), Some(shared)) =
+                (level, size, read(&dir.join("shared_cpu_list")))
+            {
+                caches.insert((level, shared), size);
+            }
+        }
+    }
+    let last = caches.keys().map(|(level, _)| *level).max()?;
+    Some(
+        caches
+            .iter()
+            .filter(|((level, _), _)| *level == last)
+            .map(|(_, size)| size)
+            .sum(),
+    )
+}
+
+/// A cache size as sysfs writes it (`48K`, `32768K`, `16M`), in bytes.
+fn cache_size(text: &str) -> Option<u64> {
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let shift = match &text[digits..] {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        _ => return None,
+    };
+    text[..digits].parse::<u64>().ok()?.checked_mul(1 << shift)
+}
+
 fn bench_case<R: Real>(
     args: &BenchArgs,
     dim: usize,
     n: usize,
     bandwidth: f64,
+    cache_bytes: f64,
 ) -> Result<(), Failure> {
     let problem = problem::<R>(args, dim, n)?;
     let (mut backend, what) = backend(args, &problem)?;
@@ -203,8 +268,18 @@ fn bench_case<R: Real>(
     let halo = halo_bytes::<R>(&problem, args);
     let bytes = (2 * problem.equations() * R::BYTES) as f64;
     let roofline = bandwidth / bytes;
+    let state = bytes * problem.layout.len as f64;
+    let caveat = if state < CACHE_FACTOR * cache_bytes {
+        format!(
+            " [cache-resident: {:.3} MB of state < {CACHE_FACTOR} x {:.1} MB of cache; the roofline does not bound it]",
+            state / 1e6,
+            cache_bytes / 1e6
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "{:<4} {dim}D {:>15} {:>4} {:>9.3} G node-updates/s {:>6.1}% of roofline {:>9.3} ms/iteration  ({:.0} B/node; halo {:.2} MB/iteration; {iters} iterations x {}; {what})",
+        "{:<4} {dim}D {:>15} {:>4} {:>9.3} G node-updates/s {:>6.1}% of roofline{caveat} {:>9.3} ms/iteration  ({:.0} B/node; halo {:.2} MB/iteration; {iters} iterations x {}; {what})",
         value_name(args.backend),
         format!("{:?}", &problem.layout.n[..dim]),
         R::NAME,
@@ -247,18 +322,22 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
             Err(_) => BackendKind::Cpu,
         };
     }
-    let bandwidth = if args.backend == BackendKind::Cpu {
+    let (bandwidth, cache) = if args.backend == BackendKind::Cpu {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(args.threads)
             .build()
             .map_err(Failure::runtime)?;
         let bw = cpu_copy_bandwidth(&pool, args.repeats);
+        let known = cpu_last_level_cache(Path::new("/sys/devices/system/cpu"));
+        let cache = known.unwrap_or(DEFAULT_CACHE_BYTES) as f64;
         println!(
-            "cpu: {} threads; copy bandwidth {:.2} GB/s (bytes read + written)",
+            "cpu: {} threads; copy bandwidth {:.2} GB/s (bytes read + written); last-level cache {:.1} MB{}",
             pool.current_num_threads(),
-            bw / 1e9
+            bw / 1e9,
+            cache / 1e6,
+            if known.is_none() { " (assumed: sysfs does not say)" } else { "" }
         );
-        bw
+        (bw, cache)
     } else {
         let device = ferroflow_cuda::probe().map_err(Failure::input)?;
         let bw =
@@ -277,17 +356,57 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
                 link / 1e9
             );
         }
-        bw
+        let l2 = ferroflow_cuda::l2_cache_bytes(args.device).map_err(Failure::runtime)?;
+        println!("L2 cache {:.1} MB", l2 as f64 / 1e6);
+        (bw, l2 as f64)
     };
     for (dim, sizes) in [(2, &args.n2d), (3, &args.n3d)] {
         for &n in sizes.iter() {
             for p in &args.precision {
                 match p {
-                    Precision::F64 => bench_case::<f64>(&args, dim, n, bandwidth)?,
-                    Precision::F32 => bench_case::<f32>(&args, dim, n, bandwidth)?,
+                    Precision::F64 => bench_case::<f64>(&args, dim, n, bandwidth, cache)?,
+                    Precision::F32 => bench_case::<f32>(&args, dim, n, bandwidth, cache)?,
                 }
             }
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_sizes_read_as_sysfs_writes_them() {
+        assert_eq!(cache_size("48K"), Some(48 << 10));
+        assert_eq!(cache_size("32768K"), Some(32 << 20));
+        assert_eq!(cache_size("16M"), Some(16 << 20));
+        assert_eq!(cache_size("1024"), Some(1024));
+        assert_eq!(cache_size("12Q"), None);
+        assert_eq!(cache_size(""), None);
+    }
+
+    /// Two dies of two CPUs, each die with its own L3 and each CPU its own L1 and L2.
+    #[test]
+    fn the_last_level_cache_is_summed_over_its_instances() {
+        let root = tempfile::TempDir::new().unwrap();
+        let cache = |cpu: usize, index: usize, level: u32, size: &str, shared: &str| {
+            let dir = root.path().join(format!("cpu{cpu}/cache/index{index}"));
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(dir.join("level"), format!("{level}\n")).unwrap();
+            fs::write(dir.join("size"), format!("{size}\n")).unwrap();
+            fs::write(dir.join("shared_cpu_list"), format!("{shared}\n")).unwrap();
+        };
+        for cpu in 0..4 {
+            cache(cpu, 0, 1, "48K", &cpu.to_string());
+            cache(cpu, 2, 2, "1024K", &cpu.to_string());
+            cache(cpu, 3, 3, "32768K", if cpu < 2 { "0-1" } else { "2-3" });
+        }
+        // Not CPUs: ignored.
+        fs::create_dir_all(root.path().join("cpufreq/cache/index3")).unwrap();
+        fs::write(root.path().join("online"), "0-3\n").unwrap();
+        assert_eq!(cpu_last_level_cache(root.path()), Some(64 << 20));
+        assert_eq!(cpu_last_level_cache(&root.path().join("none")), None);
+    }
 }

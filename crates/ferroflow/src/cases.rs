@@ -1,6 +1,6 @@
 //! `ferroflow cases`: the built-in cases, listed or printed in full to start a new case from,
 //! and the key tables of `docs/cases.md`.
-use crate::input::builtin_names;
+use crate::input::LoadedCase;
 use crate::Failure;
 use clap::{Args, Subcommand};
 use ferroflow_cases::case::{builtin, BUILTIN};
@@ -14,6 +14,7 @@ use std::path::PathBuf;
 Examples:
   ferroflow cases                                  # one line per built-in case
   ferroflow cases show cavity2d-re1000 > my.toml   # full TOML, every key commented
+  ferroflow cases show old.toml > new.toml         # a case file in the current schema
   ferroflow run my.toml
   ferroflow cases docs --update docs/cases.md      # regenerate the key tables of the docs")]
 pub struct CasesArgs {
@@ -23,9 +24,15 @@ pub struct CasesArgs {
 
 #[derive(Subcommand)]
 enum CasesAction {
-    /// Print a built-in case as TOML with every key, its default and allowed values.
+    /// Print a built-in case or a case file as TOML with every key, its default and allowed
+    /// values (a file of an earlier schema in the current one).
+    #[command(after_help = "\
+Examples:
+  ferroflow cases show bdc2d                       # read it
+  ferroflow cases show cavity3d-re100 > my.toml    # start a case file from it, then edit
+  ferroflow cases show old-case.toml               # a case file in the current schema")]
     Show {
-        /// Built-in case name (see `ferroflow cases`).
+        /// Built-in case name (see `ferroflow cases`) or case file.
         name: String,
     },
     /// Print the key tables of docs/cases.md, as generated from the keys' documentation.
@@ -52,14 +59,8 @@ pub fn cases(args: CasesArgs) -> Result<(), Failure> {
             }
         }
         Some(CasesAction::Show { name }) => {
-            let (case, text) = builtin(&name)
-                .zip(BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t))
-                .ok_or_else(|| {
-                    Failure::input(format!(
-                        "no built-in case named '{name}' (built-in: {})",
-                        builtin_names()
-                    ))
-                })?;
+            let loaded = LoadedCase::load(&name, &[])?;
+            let (case, text) = (&loaded.case, loaded.text());
             // The case file's own header comment says what the case is and where its
             // reference data come from.
             for line in text.lines().take_while(|l| l.starts_with('#')) {
@@ -88,8 +89,7 @@ pub fn cases(args: CasesArgs) -> Result<(), Failure> {
                 println!("{shown}: key tables up to date");
             } else {
                 text.replace_range(region, &tables);
-                fs::write(&file, text)
-                    .map_err(|e| Failure::runtime(format!("cannot write {shown}: {e}")))?;
+                ferroflow_io::file::write(&file, text).map_err(Failure::runtime)?;
                 println!("{shown}: key tables regenerated");
             }
         }

@@ -6,11 +6,10 @@ use crate::memory::{self, StateSize};
 use crate::run::{job, Job, RunArgs};
 use crate::world::World;
 use crate::Failure;
-use ferroflow_cases::case::{BackendKind, CaseKind, Precision};
+use ferroflow_cases::case::{BackendKind, Precision};
 use ferroflow_cases::resolvable::check_resolvable;
 use ferroflow_cases::Case;
 use ferroflow_core::{Layout, ProblemError, Real, MIN_NODES};
-use ferroflow_solver::checkpoint;
 
 pub fn check(args: RunArgs) -> Result<(), Failure> {
     let world = World::alone();
@@ -25,16 +24,13 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
     }
     .map_err(invalid)?;
     let size = StateSize::of(case, equations, decomposition.count()).map_err(invalid)?;
-    let layout = Layout::new(case.grid.dim, case.nodes().map_err(invalid)?);
+    let layout = Layout::new(case.mesh.dim, case.nodes().map_err(invalid)?);
     println!(
         "case {} ({}), {}D {:?}, {}: {} interior nodes, {} equations",
         case.case.name,
-        match case.case.kind {
-            CaseKind::LidDrivenCavity => "lid-driven cavity",
-            CaseKind::BuoyancyDrivenCavity => "buoyancy-driven cavity",
-        },
-        case.grid.dim,
-        case.grid.nodes,
+        case.setup_name(),
+        case.mesh.dim,
+        case.mesh.nodes,
         case.backend.precision.name(),
         layout.interior_nodes(),
         equations
@@ -86,14 +82,10 @@ fn output_state(job: &Job) -> String {
     if !job.out.exists() {
         return format!("{dir} (will be created)");
     }
-    let replaced = if job.restart.is_some() {
-        "continued by this run"
-    } else {
-        "replaced by this run"
-    };
-    match job.out.join(checkpoint::FILE_NAME).exists() {
-        true => format!("{dir} (holds a checkpoint, {replaced})"),
-        false => format!("{dir} (exists, no checkpoint)"),
+    match (job.restart.is_some(), job.out.join("summary.json").exists()) {
+        (true, _) => format!("{dir} (continued by this run, its results replaced when it ends)"),
+        (false, true) => format!("{dir} (holds results, replaced when this run ends)"),
+        (false, false) => format!("{dir} (exists, holds no results)"),
     }
 }
 
@@ -103,7 +95,7 @@ fn output_state(job: &Job) -> String {
 fn validate<R: Real>(case: &Case) -> Result<usize, ProblemError> {
     let mut problem = memory::stand_in::<R>(case)?;
     let nodes = case.nodes()?;
-    for d in 0..case.grid.dim {
+    for d in 0..case.mesh.dim {
         problem.spacing[d] *= (MIN_NODES - 1) as f64 / (nodes[d] - 1) as f64;
     }
     check_resolvable(case, &problem)?;

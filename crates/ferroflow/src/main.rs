@@ -53,7 +53,7 @@ enum Command {
     /// settings, the memory it needs, the backend and the output directory.
     #[command(after_help = "\
 Examples:
-  ferroflow check cavity3d-re1000 --set 'grid.nodes=[513,513,513]'
+  ferroflow check cavity3d-re1000 --set 'mesh.nodes=[513,513,513]'
   ferroflow check my-case.toml --backend cuda --out results/run1
 
 Exit codes: 0 valid, 2 bad input (named with file, key and value).")]
@@ -65,9 +65,6 @@ Exit codes: 0 valid, 2 bad input (named with file, key and value).")]
     #[command(subcommand)]
     Verify(verify::VerifyCommand),
     /// Throughput of the whole iteration against the memory-bandwidth roofline.
-    #[command(
-        after_help = "Examples:\n  ferroflow bench\n  ferroflow bench --n2d 1025 --n3d 129 --threads 4\n  ferroflow bench --backend cuda --n2d 4097,8193 --n3d 257,513"
-    )]
     Bench(bench::BenchArgs),
     /// Time every CUDA launch shape for a case, print the table, cache the fastest.
     Tune(tune::TuneArgs),
@@ -121,6 +118,12 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, so printing into a closed pipe (`| head`) would panic; a
+    // command-line tool ends quietly instead.
+    // SAFETY: called before any other thread exists; SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     // The libraries' diagnostics (cache hits, compile times, tuning), off unless asked for.
     let filter = tracing_subscriber::EnvFilter::try_from_env("FERROFLOW_LOG")

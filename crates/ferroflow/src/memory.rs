@@ -16,7 +16,7 @@ pub const GIB: f64 = (1u64 << 30) as f64;
 /// the problem, its variables counted, without allocating the real grid.
 pub fn stand_in<R: Real>(case: &Case) -> Result<Problem<R>, ProblemError> {
     let mut small = case.clone();
-    small.grid.nodes = vec![MIN_NODES; case.grid.dim];
+    small.mesh.nodes = vec![MIN_NODES; case.mesh.dim];
     small.problem::<R>()
 }
 
@@ -37,7 +37,7 @@ impl StateSize {
     /// copy of the initial state; and at checkpoints and at the end a downloaded state and
     /// its encoding. Counted in u128, which no grid that fits the address space overflows.
     pub fn of(case: &Case, equations: usize, blocks: usize) -> Result<StateSize, ProblemError> {
-        let layout = Layout::new(case.grid.dim, case.nodes()?);
+        let layout = Layout::new(case.mesh.dim, case.nodes()?);
         let on_cpu = case.backend.kind == BackendKind::Cpu;
         let copies = 1 + 2 * on_cpu as usize + (blocks > 1) as usize + 2;
         let width: u128 = match case.backend.precision {

@@ -1,6 +1,8 @@
 //! PNG plots of a run: residual history, and centreline profiles against reference data. The
-//! font is embedded (DejaVu Sans), so plots need no system fonts.
+//! font is embedded (DejaVu Sans), so plots need no system fonts. Plots are drawn in memory
+//! and written atomically ([`ferroflow_io::file`]).
 use ferroflow_cases::reference::Profile;
+use ferroflow_io::file;
 use ferroflow_solver::simulation::HistoryRow;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -11,6 +13,9 @@ use std::path::Path;
 use std::sync::Once;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+/// Where a plot is drawn: an RGB image in memory.
+type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
 
 const FONT: &str = "sans-serif";
 
@@ -38,12 +43,33 @@ pub fn residuals(
     history: &[HistoryRow],
     tolerance: f64,
 ) -> io::Result<()> {
-    draw_residuals(path, names, history, tolerance).map_err(|e| io::Error::other(e.to_string()))
+    save_png(path, (900, 560), |root| {
+        draw_residuals(root, names, history, tolerance)
+    })
 }
 
-fn draw_residuals(path: &Path, names: &[&str], history: &[HistoryRow], tol: f64) -> Result<()> {
+/// Draws a `size` image with `draw` and writes it to `path` as PNG.
+fn save_png(
+    path: &Path,
+    size: (u32, u32),
+    draw: impl FnOnce(Area) -> Result<()>,
+) -> io::Result<()> {
     register_fonts();
-    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    let mut rgb = vec![0; 3 * size.0 as usize * size.1 as usize];
+    draw(BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area())
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    file::write_with(path, |w| {
+        let mut png = png::Encoder::new(w, size.0, size.1);
+        png.set_color(png::ColorType::Rgb);
+        png.set_depth(png::BitDepth::Eight);
+        png.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
+        let mut png = png.write_header()?;
+        png.write_image_data(&rgb)?;
+        Ok(png.finish()?)
+    })
+}
+
+fn draw_residuals(root: Area, names: &[&str], history: &[HistoryRow], tol: f64) -> Result<()> {
     root.fill(&WHITE)?;
     let last = history.last().map_or(1, |h| h.iteration).max(1) as f64;
     let values = history
@@ -104,18 +130,18 @@ pub fn centrelines(
     v: &[(f64, f64)],
     reference: Option<&(Profile, Profile)>,
 ) -> io::Result<()> {
-    draw_centrelines(path, title, u, v, reference).map_err(|e| io::Error::other(e.to_string()))
+    save_png(path, (1100, 540), |root| {
+        draw_centrelines(root, title, u, v, reference)
+    })
 }
 
 fn draw_centrelines(
-    path: &Path,
+    root: Area,
     title: &str,
     u: &[(f64, f64)],
     v: &[(f64, f64)],
     reference: Option<&(Profile, Profile)>,
 ) -> Result<()> {
-    register_fonts();
-    let root = BitMapBackend::new(path, (1100, 540)).into_drawing_area();
     root.fill(&WHITE)?;
     let root = root.titled(title, (FONT, 24))?;
     let (left, right) = root.split_horizontally(550);
@@ -142,7 +168,7 @@ fn draw_centrelines(
 
 /// One profile panel: the computed line and, if any, the reference points.
 fn panel(
-    area: &DrawingArea<BitMapBackend, Shift>,
+    area: &Area,
     (x_desc, y_desc, legend): (&str, &str, SeriesLabelPosition),
     computed: &[(f64, f64)],
     reference: Option<&[(f64, f64)]>,

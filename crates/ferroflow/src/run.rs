@@ -1,23 +1,27 @@
 //! `ferroflow run`: solve a case, with progress, checkpoints, signals and result files.
 use crate::backends::{cpu_threads, make_backend};
-use crate::input::{LoadedCase, Override, DEFAULT_CASE};
+use crate::input::{key_values, LoadedCase, Override, DEFAULT_CASE};
 use crate::memory::{self, StateSize};
 use crate::progress::{Mode, Reporter, Work};
-use crate::results::OutputDir;
+use crate::results::{self, OutputDir, CASE_FILE, LOG_FILE};
 use crate::signals::Interrupt;
 use crate::world::World;
 use crate::Failure;
 use clap::Args;
 use ferroflow_ac::Problem;
-use ferroflow_cases::case::{BackendKind, CaseKind, Precision};
+use ferroflow_cases::case::{BackendKind, Model, Precision};
 use ferroflow_cases::resolvable::check_resolvable;
 use ferroflow_cases::summary::{RunRecord, Summary};
+use ferroflow_cases::Case;
 use ferroflow_core::{Backend, Fields, Real};
+use ferroflow_io::file::naming;
 use ferroflow_solver::checkpoint::{self, Checkpoint};
 use ferroflow_solver::Status;
 use ferroflow_solver::{Callback, Flow, RunError, Schedule, Simulation, SolveError, Stall};
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Arguments of `ferroflow run`.
 #[derive(Args)]
@@ -26,25 +30,35 @@ Examples:
   ferroflow run                                     # the default case, results in ferroflow-out/cavity2d-re100/
   ferroflow run cavity3d-re100 --threads 8
   ferroflow run my-case.toml --out results/run1
-  ferroflow run --set 'grid.nodes=[257,257]' --set numerics.tolerance=1e-9
+  ferroflow run --set physics.reynolds=400          # in ferroflow-out/cavity2d-re100--physics.reynolds=400.0/
+  ferroflow run --set 'mesh.nodes=[257,257]' --set numerics.tolerance=1e-9
   ferroflow run --restart ferroflow-out/cavity2d-re100   # continue after Ctrl-C or a kill
   ferroflow run cavity3d-re100 --blocks 1,1,4       # the grid cut into 4 blocks along z
 
 Results: fields.vti (open in ParaView), summary.json, residuals.csv, centerline_u.csv,
 centerline_v.csv, residuals.png, centerlines.png, run.log, case.resolved.toml, checkpoint.ffcp.
-Exit codes: 0 done (converged or iteration limit), 1 runtime failure, 2 bad input,
-3 diverged or unstable, 4 stalled (the residuals stopped falling before the tolerance;
-results and checkpoint are written), 130 interrupted.
+A run writes them into DIR/partial/ and moves them into DIR when it ends with exit code 0:
+until then (and after a failure, a kill, divergence, a stall or Ctrl-C) DIR keeps the earlier
+results. One run at a time uses a directory; results of another case (other [case], [mesh],
+[physics] or [boundary.<patch>] values) are replaced only with --overwrite.
+Exit codes: 0 done (converged or iteration limit), 1 runtime failure, 2 bad input or an
+output directory in use or holding another case, 3 diverged or unstable, 4 stalled (the
+residuals stopped falling before the tolerance), 130 interrupted.
 Ctrl-C (or SIGTERM) stops at the next residual check and writes a checkpoint and the
-results; a second Ctrl-C aborts at once without them (a checkpoint written earlier stays).")]
+results into DIR/partial/; a second Ctrl-C aborts at once without them (a checkpoint written
+earlier stays).")]
 pub struct RunArgs {
     /// Case file (TOML) or built-in case name [default: cavity2d-re100, or with --restart the
     /// checkpoint's case].
     #[arg(value_name = "CASE")]
-    case: Option<String>,
-    /// Output directory [default: ferroflow-out/<case name>/, or with --restart its directory].
+    case: Option<OsString>,
+    /// Output directory [default: ferroflow-out/<case name>/, with `--KEY=VALUE` appended for
+    /// each --set that changes what the case solves; with --restart the checkpoint's directory].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Replace results of another case in the output directory.
+    #[arg(long)]
+    overwrite: bool,
     /// Compute backend, overriding the case.
     #[arg(long, value_enum)]
     backend: Option<BackendKind>,
@@ -63,7 +77,8 @@ pub struct RunArgs {
     /// Use the default CUDA launch shape instead of the tuned one (backend.tune = false).
     #[arg(long)]
     no_tune: bool,
-    /// Continue from the checkpoint in DIR (or the checkpoint file DIR).
+    /// Continue from the checkpoint in DIR (the unfinished run's in DIR/partial/ if there is
+    /// one), or from the checkpoint file DIR.
     #[arg(long, value_name = "DIR")]
     restart: Option<PathBuf>,
     /// Print nothing while running (run.log is still written).
@@ -71,15 +86,25 @@ pub struct RunArgs {
     quiet: bool,
 }
 
+/// A checkpoint to continue from, and the file it was read from.
+pub struct Restart {
+    pub file: PathBuf,
+    pub checkpoint: Checkpoint,
+}
+
 /// Everything a run needs, checked except for the values the solver validates.
 pub struct Job<'w> {
     pub loaded: LoadedCase,
     pub out: PathBuf,
-    pub restart: Option<Checkpoint>,
+    /// Whether results of another case in `out` may be replaced.
+    pub overwrite: bool,
+    pub restart: Option<Restart>,
     pub mode: Mode,
     pub interrupt: Interrupt,
     /// The processes that run it.
     pub world: &'w World,
+    /// When this invocation started: summary.json's `total_wall_seconds` counts from here.
+    pub started: Instant,
 }
 
 pub fn run(args: RunArgs) -> Result<(), Failure> {
@@ -91,6 +116,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 
 /// The job the arguments describe.
 pub fn job(args: RunArgs, world: &World) -> Result<Job<'_>, Failure> {
+    let started = Instant::now();
     let interrupt = Interrupt::install(world.is_root()).map_err(Failure::runtime)?;
     let restart = args.restart.as_deref().map(read_checkpoint).transpose()?;
     // The flags are shorthands for overrides, applied after the --set ones.
@@ -115,28 +141,32 @@ pub fn job(args: RunArgs, world: &World) -> Result<Job<'_>, Failure> {
     }
     let loaded = match (&args.case, &restart) {
         (Some(source), _) => LoadedCase::load(source, &overrides)?,
-        (None, Some((path, ck))) => LoadedCase::parse(
-            ck.case_toml.clone(),
-            &path.display().to_string(),
+        (None, Some(r)) => LoadedCase::parse(
+            r.checkpoint.case_toml.clone(),
+            &r.file.display().to_string(),
             &overrides,
         )?,
         (None, None) => LoadedCase::load(DEFAULT_CASE, &overrides)?,
     };
+    if let Some(r) = &restart {
+        check_same_model(&r.file, &r.checkpoint, &loaded.case)?;
+    }
     let out = match (args.out, &restart) {
         (Some(out), _) => out,
-        (None, Some((path, _))) => match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-            _ => PathBuf::from("."),
-        },
-        (None, None) => Path::new("ferroflow-out").join(&loaded.case.case.name),
+        (None, Some(r)) => results::output_dir_of(&r.file),
+        (None, None) => Path::new("ferroflow-out").join(loaded.dir_name()),
     };
+    // Checked again under the directory's lock; here, so that a refusal comes before set-up.
+    results::check_usable(&out, &loaded.case, args.overwrite)?;
     Ok(Job {
         loaded,
         out,
-        restart: restart.map(|(_, ck)| ck),
+        overwrite: args.overwrite,
+        restart,
         mode: Mode::detect(args.quiet),
         interrupt,
         world,
+        started,
     })
 }
 
@@ -147,16 +177,36 @@ pub fn value_name(value: impl clap::ValueEnum) -> String {
         .map_or_else(String::new, |v| v.get_name().to_string())
 }
 
-/// Reads the checkpoint in directory (or file) `path`; returns the file's path with it.
-fn read_checkpoint(path: &Path) -> Result<(PathBuf, Checkpoint), Failure> {
+/// A checkpoint continues only a case of its own physical model (the variables differ).
+fn check_same_model(path: &Path, ck: &Checkpoint, case: &Case) -> Result<(), Failure> {
+    let Ok(theirs) = Case::from_toml(&ck.case_toml, "checkpoint") else {
+        return Ok(());
+    };
+    let (was, is) = (theirs.physics.model, case.physics.model);
+    if was == is {
+        return Ok(());
+    }
+    Err(Failure::input(format!(
+        "--restart {}: the checkpoint is of case {} with physics.model = \"{}\", the case \
+         given ({}) has physics.model = \"{}\"; a checkpoint continues only its own model",
+        path.display(),
+        theirs.case.name,
+        was.name(),
+        case.case.name,
+        is.name()
+    )))
+}
+
+/// Reads the checkpoint in directory (or file) `path`.
+fn read_checkpoint(path: &Path) -> Result<Restart, Failure> {
     let file = if path.is_dir() {
-        path.join(checkpoint::FILE_NAME)
+        results::checkpoint_in(path)
     } else {
         path.to_path_buf()
     };
-    let ck = checkpoint::load(&file)
+    let checkpoint = checkpoint::load(&file)
         .map_err(|e| Failure::input(format!("--restart {}: {e}", file.display())))?;
-    Ok((file, ck))
+    Ok(Restart { file, checkpoint })
 }
 
 /// Runs a job in the precision its case asks for; returns the summary of a finished run (in
@@ -200,11 +250,6 @@ struct Prepared<R: Real> {
     wall_seconds: f64,
 }
 
-/// A file of the output directory could not be written.
-fn write_failure(dir: &Path) -> impl Fn(io::Error) -> Failure + '_ {
-    move |e| Failure::runtime(format!("{}: {e}", dir.display()))
-}
-
 /// Writes with `write` in the first process (the one with the output directory) and settles
 /// the outcome in all.
 fn write_first(
@@ -213,7 +258,7 @@ fn write_first(
     write: impl FnOnce(&mut OutputDir) -> io::Result<()>,
 ) -> Result<(), Failure> {
     let written = out.as_mut().map_or(Ok(()), write);
-    job.world.agree(written.map_err(write_failure(&job.out)))
+    job.world.agree(written.map_err(Failure::runtime))
 }
 
 impl<'a, R: Real> Session<'a, R> {
@@ -248,13 +293,13 @@ impl<'a, R: Real> Session<'a, R> {
         report.note(&format!(
             "{}: {}D {:?}, {}, {}; output in {}",
             case.case.name,
-            case.grid.dim,
-            case.grid.nodes,
+            case.mesh.dim,
+            case.mesh.nodes,
             R::NAME,
             backend_line,
             job.out.display()
         ));
-        if case.case.kind == CaseKind::BuoyancyDrivenCavity {
+        if case.physics.model == Model::Boussinesq {
             let cavity = case.heated_cavity().map_err(|e| job.loaded.invalid(&e))?;
             report.note(&format!(
                 "Ra = {:.6e}, Pr = {}, U_ref = {:.4e} (free-fall velocity)",
@@ -312,10 +357,13 @@ impl<'a, R: Real> Session<'a, R> {
             job.world,
         )?;
         let (sim, wall_seconds) = match &job.restart {
-            Some(ck) => {
+            Some(Restart {
+                checkpoint: ck,
+                file,
+            }) => {
                 let state = ck
                     .state::<R>(problem.layout, problem.equations())
-                    .map_err(|e| Failure::input(format!("--restart: {e}")))?;
+                    .map_err(|e| Failure::input(format!("--restart {}: {e}", file.display())))?;
                 backend.upload(&state).map_err(Failure::runtime)?;
                 (ck.simulation(stop), ck.wall_seconds)
             }
@@ -330,14 +378,14 @@ impl<'a, R: Real> Session<'a, R> {
         })
     }
 
-    /// Creates the output directory with the resolved case in it, and the log.
+    /// Opens the output directory and starts the resolved case and the log in it.
     fn open(job: &Job, resolved: &str, work: Work) -> Result<(OutputDir, Reporter), Failure> {
-        let out = OutputDir::create(&job.out, job.restart.as_ref().map(|ck| ck.iteration))?;
-        std::fs::write(out.join("case.resolved.toml"), resolved)
-            .map_err(write_failure(&job.out))?;
-        let append = job.restart.is_some();
-        let report = Reporter::new(job.mode, &out.join("run.log"), append, work)
-            .map_err(write_failure(&job.out))?;
+        let case = &job.loaded.case;
+        let out = OutputDir::open(&job.out, case, job.overwrite, job.restart.as_ref())?;
+        ferroflow_io::file::write(&out.join(CASE_FILE), resolved).map_err(Failure::runtime)?;
+        let (log, append) = (out.join(LOG_FILE), job.restart.is_some());
+        let report = Reporter::new(job.mode, &log, append, work)
+            .map_err(|e| Failure::runtime(naming(&log, e)))?;
         Ok((out, report))
     }
 
@@ -391,7 +439,7 @@ impl<'a, R: Real> Session<'a, R> {
                     let written = checkpoint_path.as_ref().map_or(Ok(()), |path| {
                         checkpoint::save(path, resolved, p.sim, earlier + p.elapsed, &state)
                     });
-                    world.agree(written.map_err(write_failure(&job.out)))?;
+                    world.agree(written.map_err(Failure::runtime))?;
                     Ok(Flow::Continue)
                 },
             ),
@@ -441,7 +489,9 @@ impl<'a, R: Real> Session<'a, R> {
             sim: &self.sim,
             status,
             wall_seconds: self.wall_seconds,
+            started: self.job.started,
             backend: self.backend.name(),
+            overrides: self.job.loaded.overrides(),
         }
     }
 
@@ -453,7 +503,7 @@ impl<'a, R: Real> Session<'a, R> {
             return Failure::diverged(error);
         };
         if let Err(e) = out.write_results(&self.record(status), None) {
-            return write_failure(&self.job.out)(e);
+            return Failure::runtime(e);
         }
         let path = out.join(checkpoint::FILE_NAME);
         let kept = if path.exists() {
@@ -461,37 +511,57 @@ impl<'a, R: Real> Session<'a, R> {
         } else {
             "no checkpoint had been written".into()
         };
-        let message = format!("{error}; no fields written; {kept}");
+        let message = format!(
+            "{error}; no fields written, the results in {} are unchanged; this run's summary \
+             is in {}; {kept}",
+            self.job.out.display(),
+            self.job.out.join(results::STAGING).display()
+        );
         self.report.log(&message);
         Failure::diverged(message)
     }
 
-    /// Writes the results and says how the run ended; a stalled run fails with exit code 4,
-    /// an interrupted one with 130.
+    /// Writes the results and says how the run ended. The results of a finished run replace
+    /// those in the output directory; a stalled or interrupted run leaves its own in the
+    /// staging directory and fails with exit code 4 or 130.
     fn finish(mut self, status: Status, stall: Option<Stall>) -> Result<Option<Summary>, Failure> {
         self.report.finish();
         let fields = self.fields()?;
-        let summary = match &self.out {
-            Some(out) => Some(
-                out.write_results(&self.record(status), Some(&fields))
-                    .map_err(write_failure(&self.job.out))?,
-            ),
-            None => None,
+        let written = (self.out.as_ref())
+            .map(|out| out.write_results(&self.record(status), Some(&fields)))
+            .transpose();
+        let summary = self.job.world.agree(written.map_err(Failure::runtime))?;
+        let interrupted = status == Status::Interrupted;
+        // Only a run that ends with exit code 0 replaces the earlier results.
+        let kept = interrupted || status == Status::Stalled;
+        let committed = match (self.out.take(), kept) {
+            (Some(out), false) => out.commit(),
+            _ => Ok(()),
         };
-        let dir = self.job.out.display();
+        self.job.world.agree(committed.map_err(Failure::runtime))?;
+        let job = self.job;
+        let (out, staging) = (&job.out, job.out.join(results::STAGING));
         if let Some(summary) = &summary {
-            self.tell(summary, status);
+            self.tell(summary, status, if kept { &staging } else { out });
         }
         if let Some(stall) = stall {
-            let message = format!("{stall} (numerics.tolerance); results and checkpoint in {dir}");
+            let message = format!(
+                "{stall} (numerics.tolerance); its results and checkpoint are in {}, the results \
+                 in {} are unchanged",
+                staging.display(),
+                out.display()
+            );
             self.report.log(&message);
             return Err(Failure::stalled(message));
         }
-        if status == Status::Interrupted {
+        if interrupted {
             let message = format!(
-                "stopped at iteration {}; checkpoint {}; continue with: ferroflow run --restart {dir}",
+                "stopped at iteration {}; its results and checkpoint are in {}, the results in \
+                 {} are unchanged; continue with: ferroflow run --restart {}",
                 self.sim.iteration,
-                self.job.out.join(checkpoint::FILE_NAME).display(),
+                staging.display(),
+                out.display(),
+                shell_quote(out.as_os_str()),
             );
             self.report.log(&message);
             return Err(Failure::interrupted(message));
@@ -499,8 +569,8 @@ impl<'a, R: Real> Session<'a, R> {
         Ok(summary)
     }
 
-    /// Says how the run ended and what its results show.
-    fn tell(&mut self, summary: &Summary, status: Status) {
+    /// Says how the run ended and what its results (in `dir`) show.
+    fn tell(&mut self, summary: &Summary, status: Status, dir: &Path) {
         let verdict = match status {
             Status::Converged => "converged",
             Status::MaxIterations => "NOT converged (iteration limit)",
@@ -512,7 +582,7 @@ impl<'a, R: Real> Session<'a, R> {
             self.sim.iteration,
             self.wall_seconds,
             summary.node_updates_per_second / 1e6,
-            self.job.out.display(),
+            dir.display(),
         ));
         if let Some(h) = &summary.heat_transfer {
             self.report.note(&format!(
@@ -580,10 +650,18 @@ fn log_header(report: &mut Reporter, job: &Job, backend: &str, resolved: &str) {
         std::env::consts::ARCH,
         std::env::consts::OS
     ));
-    let args: Vec<String> = std::env::args().map(|a| shell_quote(&a)).collect();
+    let args: Vec<String> = std::env::args_os().map(|a| shell_quote(&a)).collect();
     report.log(&format!("command: {}", args.join(" ")));
-    if let Some(ck) = &job.restart {
-        report.log(&format!("restart: from iteration {}", ck.iteration));
+    if let Some(Restart {
+        checkpoint: ck,
+        file,
+    }) = &job.restart
+    {
+        report.log(&format!(
+            "restart: from iteration {} ({})",
+            ck.iteration,
+            file.display()
+        ));
         for change in changed_keys(&ck.case_toml, resolved) {
             report.log(&format!("  changed since the checkpoint: {change}"));
         }
@@ -597,25 +675,27 @@ fn log_header(report: &mut Reporter, job: &Job, backend: &str, resolved: &str) {
 
 /// `key = value` lines of `after` that `before` does not have.
 fn changed_keys(before: &str, after: &str) -> Vec<String> {
-    let flat = |text: &str| -> Vec<String> {
-        let table: toml::Table = toml::from_str(text).unwrap_or_default();
-        let mut lines = Vec::new();
-        for (section, keys) in &table {
-            for (key, value) in keys.as_table().into_iter().flatten() {
-                lines.push(format!("{section}.{key} = {value}"));
-            }
-        }
-        lines
-    };
-    let old = flat(before);
-    flat(after)
+    let old = key_values(before);
+    key_values(after)
         .into_iter()
-        .filter(|l| !old.contains(l))
+        .filter(|kv| !old.contains(kv))
+        .map(|(k, v)| format!("{k} = {v}"))
         .collect()
 }
 
-/// `arg` as a shell would need it to be typed.
-fn shell_quote(arg: &str) -> String {
+/// `arg` as a shell would need it to be typed; bytes that are not UTF-8 text as `$'\xNN'`.
+fn shell_quote(arg: &OsStr) -> String {
+    let Some(arg) = arg.to_str() else {
+        let escaped: String = arg
+            .as_encoded_bytes()
+            .iter()
+            .map(|&b| match b {
+                b' '..=b'~' if b != b'\'' && b != b'\\' => char::from(b).to_string(),
+                _ => format!("\\x{b:02x}"),
+            })
+            .collect();
+        return format!("$'{escaped}'");
+    };
     let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=,:@+".contains(c);
     if !arg.is_empty() && arg.chars().all(plain) {
         arg.to_string()

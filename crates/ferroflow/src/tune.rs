@@ -13,7 +13,7 @@ use ferroflow_cuda::{CudaBackend, TuneMode, DEFAULT_SHAPE};
 #[derive(Args)]
 #[command(after_help = "\
 Examples:
-  ferroflow tune cavity3d-re1000 --set 'grid.nodes=[257,257,257]'
+  ferroflow tune cavity3d-re1000 --set 'mesh.nodes=[257,257,257]'
   ferroflow tune my-case.toml --precision f32")]
 pub struct TuneArgs {
     /// Case file (TOML) or built-in case name.
@@ -54,7 +54,7 @@ fn tune_in<R: Real>(loaded: &LoadedCase) -> Result<(), Failure> {
         "{} on {}: grid {:?}, {}",
         case.case.name,
         backend.device_name(),
-        case.grid.nodes,
+        case.mesh.nodes,
         R::NAME
     );
     print!("{report}");

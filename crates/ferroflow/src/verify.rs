@@ -9,19 +9,30 @@ use crate::Failure;
 use clap::Subcommand;
 use ferroflow_ac::Numerics;
 use ferroflow_cases::case::{BackendKind, BackendSpec, ParallelSpec};
-use ferroflow_cases::mms::{study, Manufactured, MmsRow};
+use ferroflow_cases::mms::{finest_orders, study, Manufactured, MmsRow};
 use ferroflow_cases::summary::{self, Summary};
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_solver::{Simulation, StopCriteria};
+use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Verification studies.
 #[derive(Subcommand)]
+#[command(after_help = "\
+Examples:
+  ferroflow verify mms --dim 3 --energy      # observed order of accuracy, PASS or FAIL
+  ferroflow verify cavity                    # the 2D cavities against Ghia et al. (1982)
+  ferroflow verify cavity bdc2d --out verification")]
 pub enum VerifyCommand {
-    /// Observed order of accuracy with manufactured solutions.
+    /// Observed order of accuracy with manufactured solutions: PASS when every order on the
+    /// finest pair of grids is within 2 ± 0.1.
     #[command(after_help = "Examples:\n  ferroflow verify mms --dim 2\n  \
                             ferroflow verify mms --dim 3 --sizes 9,17,33 --backend cuda\n  \
-                            ferroflow verify mms --dim 3 --energy")]
+                            ferroflow verify mms --dim 3 --energy\n\n\
+                            Exit codes: 0 PASS, 1 FAIL (an order outside 2 ± 0.1) or a runtime \
+                            failure, 2 bad input (an output directory that cannot be written is \
+                            found before any grid is computed).")]
     Mms {
         /// 2 or 3.
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(2..=3))]
@@ -30,7 +41,8 @@ pub enum VerifyCommand {
         /// isothermal walls.
         #[arg(long)]
         energy: bool,
-        /// Nodes per axis of each grid, ascending [default: 2D 17,33,65,129; 3D 9,17,33,65].
+        /// Nodes per axis of each grid, at least two, ascending [default: 2D 17,33,65,129; 3D
+        /// 9,17,33,65].
         #[arg(long, value_delimiter = ',')]
         sizes: Vec<usize>,
         /// Output directory for mms.csv.
@@ -45,7 +57,7 @@ pub enum VerifyCommand {
     #[command(after_help = "Examples:\n  ferroflow verify cavity\n  \
                             ferroflow verify cavity cavity3d-re1000 --out verification\n  \
                             ferroflow verify cavity bdc2d bdc3d --set backend.kind=cuda\n  \
-                            ferroflow verify cavity cavity2d-re1000 --set 'grid.nodes=[257,257]' --set backend.kind=cuda")]
+                            ferroflow verify cavity cavity2d-re1000 --set 'mesh.nodes=[257,257]' --set backend.kind=cuda")]
     Cavity {
         /// Cases to run [default: cavity2d-re100, cavity2d-re1000].
         cases: Vec<String>,
@@ -91,6 +103,12 @@ fn mms(
     } else {
         vec![9, 17, 33, 65]
     };
+    if sizes.len() < 2 || !sizes.is_sorted_by(|a, b| a < b) {
+        return Err(Failure::input(format!(
+            "--sizes {sizes:?}: at least two grids, ascending (an order compares two grids)"
+        )));
+    }
+    let staging = staging_file(out)?;
     let mms = if energy {
         Manufactured::with_energy(dim)
     } else {
@@ -122,13 +140,18 @@ fn mms(
             }
         );
         backend.download().map_err(|e| e.to_string())
-    })
-    .map_err(Failure::runtime)?;
-    std::fs::create_dir_all(out)
-        .map_err(|e| Failure::runtime(format!("{}: {e}", out.display())))?;
-    summary::write_mms(&out.join("mms.csv"), &rows).map_err(Failure::runtime)?;
+    });
+    let rows = rows.map_err(|e| {
+        // The earlier mms.csv, if any, stays as it was.
+        let _ = fs::remove_file(&staging);
+        Failure::runtime(e)
+    })?;
+    let path = out.join(MMS_FILE);
+    summary::write_mms(&staging, &rows)
+        .and_then(|()| fs::rename(&staging, &path))
+        .map_err(|e| Failure::runtime(format!("{}: {e}", path.display())))?;
     print_order_table(&rows);
-    Ok(())
+    order_verdict(&rows)
 }
 
 /// Observed orders of accuracy per grid and variable.
@@ -151,6 +174,60 @@ fn print_order_table(rows: &[MmsRow]) {
     }
 }
 
+/// The study's table in the output directory.
+const MMS_FILE: &str = "mms.csv";
+
+/// Observed orders pass within 2 ± this.
+const ORDER_TOLERANCE: f64 = 0.1;
+
+/// Creates `out` and the file the table is written to before it replaces `out/mms.csv`: a
+/// directory that cannot be written fails here, before the study's minutes of computing.
+fn staging_file(out: &Path) -> Result<PathBuf, Failure> {
+    let staging = out.join(format!("{MMS_FILE}.tmp"));
+    fs::create_dir_all(out)
+        .and_then(|()| fs::File::create(&staging))
+        .map_err(|e| {
+            Failure::input(format!(
+                "cannot write {}: {e}",
+                out.join(MMS_FILE).display()
+            ))
+        })?;
+    Ok(staging)
+}
+
+/// PASS when every order on the finest pair of grids is within 2 ± [`ORDER_TOLERANCE`], else
+/// FAIL (exit code 1) naming those that are not.
+fn order_verdict(rows: &[MmsRow]) -> Result<(), Failure> {
+    let orders = finest_orders(rows);
+    let finest = rows.iter().map(|r| r.n).max().unwrap_or(0);
+    // False for a NaN order (an error of zero or NaN), which fails too.
+    let within = |order: f64| (order - 2.0).abs() <= ORDER_TOLERANCE;
+    let outside: Vec<String> = orders
+        .iter()
+        .filter(|(_, _, order)| !within(*order))
+        .map(|(variable, norm, order)| format!("{variable} {norm} {order:.3}"))
+        .collect();
+    let range = orders
+        .iter()
+        .map(|o| o.2)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), o| {
+            (lo.min(o), hi.max(o))
+        });
+    if outside.is_empty() {
+        println!(
+            "PASS: observed orders on n = {finest} are {:.3} to {:.3}, within 2 ± {ORDER_TOLERANCE}",
+            range.0, range.1
+        );
+        return Ok(());
+    }
+    let detail = format!(
+        "observed orders on n = {finest} outside 2 ± {ORDER_TOLERANCE}: {}",
+        outside.join(", ")
+    );
+    println!("FAIL: {detail}");
+    Err(Failure::runtime(detail))
+}
+
 /// Runs the cavity `cases` (defaults: the 2D ones) into `out`, then tabulates the deviations.
 fn cavity(cases: Vec<String>, out: &Path, set: &[Override]) -> Result<(), Failure> {
     let world = World::alone();
@@ -164,14 +241,16 @@ fn cavity(cases: Vec<String>, out: &Path, set: &[Override]) -> Result<(), Failur
     let mut summaries = Vec::new();
     for name in cases {
         let loaded = LoadedCase::load(&name, set)?;
-        let dir = out.join(&loaded.case.case.name);
+        let dir = out.join(loaded.dir_name());
         summaries.extend(execute(Job {
             loaded,
             out: dir,
+            overwrite: false,
             restart: None,
             mode: Mode::detect(false),
             interrupt: interrupt.clone(),
             world: &world,
+            started: Instant::now(),
         })?);
     }
     print_cavity_table(&summaries);
@@ -208,6 +287,43 @@ fn print_cavity_table(summaries: &[Summary]) {
             println!(
                 "{:<18} {:>10} {:<9} {:<16} {:>9.4} {:>7.4}  {}",
                 s.case, s.iterations, s.converged, d.profile, d.max_abs_deviation, d.at, d.source
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A study of one variable on n = 17 and 33 with the given L2 and Linf orders on 33.
+    fn rows(l2: f64, linf: f64) -> Vec<MmsRow> {
+        let row = |n, l2_order, linf_order| MmsRow {
+            n,
+            variable: "u",
+            l2_error: 1e-3,
+            linf_error: 1e-3,
+            l2_order,
+            linf_order,
+        };
+        vec![row(17, None, None), row(33, Some(l2), Some(linf))]
+    }
+
+    #[test]
+    fn orders_pass_within_2_plus_or_minus_0_1_only() {
+        assert!(order_verdict(&rows(1.91, 2.09)).is_ok());
+        for (l2, linf) in [
+            (2.0, 2.11),
+            (1.89, 2.0),
+            (f64::NAN, 2.0),
+            (2.0, f64::INFINITY),
+        ] {
+            let failure = order_verdict(&rows(l2, linf)).unwrap_err();
+            assert_eq!(failure.code, 1);
+            assert!(
+                failure.message.contains("n = 33 outside 2 ± 0.1: u "),
+                "{}",
+                failure.message
             );
         }
     }

@@ -1,10 +1,41 @@
-//! Helpers shared by the integration tests of `ferroflow` (cli.rs, mpi.rs).
+//! Helpers shared by the integration tests of `ferroflow` (cli.rs, output.rs, mpi.rs).
+// Each test file compiles this module and uses a part of it.
+#![allow(dead_code)]
+use assert_cmd::cargo::cargo_bin_cmd;
+use assert_cmd::Command;
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
-use std::process::{Child, ExitStatus};
+use std::process::{Child, ExitStatus, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
+
+/// `ferroflow` to be run in `dir`.
+pub fn ferroflow(dir: &Path) -> Command {
+    let mut cmd = cargo_bin_cmd!("ferroflow");
+    cmd.current_dir(dir);
+    cmd
+}
+
+/// `ferroflow ARGS` started in the background in `dir`, output discarded.
+pub fn spawn(dir: &Path, args: &[&str]) -> Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ferroflow"))
+        .current_dir(dir)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ferroflow starts")
+}
+
+/// The exit code and standard error of `cmd`.
+pub fn stderr_of(cmd: &mut Command) -> (Option<i32>, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
 
 /// The run's summary.json in `dir`.
 pub fn summary(dir: &Path) -> Value {

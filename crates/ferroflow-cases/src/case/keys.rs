@@ -1,0 +1,393 @@
+//! The documentation of every case key: one source for `ferroflow cases show` and the key
+//! tables of `docs/cases.md`.
+use super::Model;
+
+/// Documentation of one case key. The texts are Markdown as in `docs/cases.md` (code in
+/// backticks; a `|` is escaped where the tables need it); `ferroflow cases show` prints them
+/// as comments without the backticks. The default is the [`Case::default`](super::Case)
+/// value, so it is not repeated here.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyDoc {
+    /// Dotted key, `section.name` (`boundary.<patch>.name` for a patch's keys).
+    pub key: &'static str,
+    /// TOML type of the value (`float`, `array of integers`, ...).
+    pub type_name: &'static str,
+    /// Unit (`-` if none).
+    pub unit: &'static str,
+    /// Allowed values.
+    pub allowed: &'static str,
+    /// What it sets.
+    pub meaning: &'static str,
+    /// The physical model the key belongs to (`physics` keys); `None`: every model.
+    pub model: Option<Model>,
+}
+
+const fn key(
+    key: &'static str,
+    type_name: &'static str,
+    unit: &'static str,
+    allowed: &'static str,
+    meaning: &'static str,
+) -> KeyDoc {
+    KeyDoc {
+        key,
+        type_name,
+        unit,
+        allowed,
+        meaning,
+        model: None,
+    }
+}
+
+const fn of_model(model: Model, doc: KeyDoc) -> KeyDoc {
+    KeyDoc {
+        model: Some(model),
+        ..doc
+    }
+}
+
+impl KeyDoc {
+    /// Section and name (`("mesh", "nodes")`, `("boundary", "<patch>.velocity")`).
+    pub fn parts(&self) -> (&'static str, &'static str) {
+        self.key.split_once('.').expect("keys are dotted")
+    }
+}
+
+/// [`KEYS`] a section at a time, in file order.
+pub fn key_sections() -> impl Iterator<Item = &'static [KeyDoc]> {
+    let keys: &'static [KeyDoc] = &KEYS;
+    keys.chunk_by(|a, b| a.parts().0 == b.parts().0)
+}
+
+const INCOMPRESSIBLE: Model = Model::Incompressible;
+const BOUSSINESQ: Model = Model::Boussinesq;
+
+/// Every key of a case file, in file order.
+pub const KEYS: [KeyDoc; 39] = [
+    key(
+        "case.name",
+        "string",
+        "-",
+        "a plain file name (not `.` or `..`; no `/`, `\\`, `:` or control characters)",
+        "Name; the default output directory is `ferroflow-out/<name>/`",
+    ),
+    key(
+        "case.description",
+        "string",
+        "-",
+        "text",
+        "One line saying what the case is (shown by `ferroflow cases`)",
+    ),
+    key(
+        "mesh.kind",
+        "string",
+        "-",
+        "`\"box\"`",
+        "Mesh kind. `box`: the square (2D) or cube (3D) of side `mesh.length` with uniformly \
+         spaced nodes, its sides the boundary patches `xmin`, `xmax`, `ymin`, `ymax` (and \
+         `zmin`, `zmax` in 3D)",
+    ),
+    key("mesh.dim", "integer", "-", "2 or 3", "Space dimensions"),
+    key(
+        "mesh.nodes",
+        "array of integers",
+        "-",
+        "`mesh.dim` values, each >= 5",
+        "Nodes per axis, wall nodes included (uniform spacing L/(n-1))",
+    ),
+    key(
+        "mesh.length",
+        "float",
+        "m",
+        "> 0; 1 with Boussinesq nondimensional inputs",
+        "Side L of the square or cube; the length of Re = U L / ν and Ra",
+    ),
+    key(
+        "physics.model",
+        "string",
+        "-",
+        "`\"incompressible\"`, `\"boussinesq\"`",
+        "Physical model. `incompressible`: Navier–Stokes at constant density (1) given by its \
+         Reynolds number. `boussinesq`: with the energy equation and the buoyancy force \
+         −β_T (T − T_ref) g⃗, T_ref the mean of the hottest and the coldest wall. Each model \
+         takes only its own keys below",
+    ),
+    of_model(
+        INCOMPRESSIBLE,
+        key(
+            "physics.reynolds",
+            "float",
+            "-",
+            "> 0",
+            "Incompressible: Reynolds number U L / ν, U the speed of the fastest wall (also \
+             the reference velocity U_ref of the scheme), L = `mesh.length`; it sets ν",
+        ),
+    ),
+    of_model(
+        BOUSSINESQ,
+        key(
+            "physics.inputs",
+            "string",
+            "-",
+            "`\"nondimensional\"`, `\"dimensional\"`",
+            "Boussinesq: physics given by `rayleigh` and `prandtl` (units L, ΔT, α/L; wall \
+             temperatures in units of ΔT, spanning 1), or by `gravity`, `expansion`, \
+             `viscosity` and `prandtl` in SI units with L = `mesh.length` and ΔT the span of \
+             the isothermal walls' temperatures",
+        ),
+    ),
+    of_model(
+        BOUSSINESQ,
+        key(
+            "physics.rayleigh",
+            "float",
+            "-",
+            "> 0",
+            "Boussinesq, nondimensional inputs: Rayleigh number Ra = |g| β_T ΔT L³ / (ν α)",
+        ),
+    ),
+    of_model(
+        BOUSSINESQ,
+        key(
+            "physics.prandtl",
+            "float",
+            "-",
+            "> 0",
+            "Boussinesq: Prandtl number Pr = ν / α (dimensional inputs: α = ν / Pr)",
+        ),
+    ),
+    of_model(
+        BOUSSINESQ,
+        key(
+            "physics.gravity",
+            "array of 3 floats",
+            "m/s²",
+            "finite, not all zero",
+            "Boussinesq: gravity vector g⃗ (the z component does nothing in 2D); \
+             nondimensional inputs use its direction only",
+        ),
+    ),
+    of_model(
+        BOUSSINESQ,
+        key(
+            "physics.expansion",
+            "float",
+            "1/K",
+            "> 0",
+            "Boussinesq, dimensional inputs: thermal expansion coefficient β_T (the defaults, \
+             air with L = 5 cm and ΔT = 7.6009 K, give Ra = 1e5)",
+        ),
+    ),
+    of_model(
+        BOUSSINESQ,
+        key(
+            "physics.viscosity",
+            "float",
+            "m²/s",
+            "> 0",
+            "Boussinesq, dimensional inputs: kinematic viscosity ν",
+        ),
+    ),
+    key(
+        "boundary.<patch>.kind",
+        "string",
+        "-",
+        "`\"wall\"`",
+        "Boundary condition of patch `<patch>` (`xmin` … `zmax`). `wall`: no slip, pressure \
+         extrapolated from the interior. Without any `[boundary]` table the model's cavity is \
+         set up (incompressible: `ymax` moving with u = 1; Boussinesq: `xmin` at +0.5 and \
+         `xmax` at −0.5); patches not listed are adiabatic walls at rest. Where walls meet, a \
+         moving wall's velocity and an isothermal wall's temperature win",
+    ),
+    key(
+        "boundary.<patch>.velocity",
+        "array of 3 floats",
+        "m/s",
+        "finite, along the wall (the normal component 0; z 0 in 2D)",
+        "Wall velocity",
+    ),
+    key(
+        "boundary.<patch>.thermal",
+        "string",
+        "-",
+        "`\"adiabatic\"`, `\"isothermal\"` (Boussinesq only)",
+        "Thermal condition: no heat flux, or the wall held at `temperature`",
+    ),
+    key(
+        "boundary.<patch>.temperature",
+        "float",
+        "K (nondimensional: ΔT)",
+        "finite; set for isothermal walls only",
+        "Temperature of an isothermal wall",
+    ),
+    key(
+        "numerics.cfl",
+        "float",
+        "-",
+        "0 < cfl <= 2",
+        "Courant number of the local pseudo-time step (convective, viscous and cell-Péclet \
+         limits together)",
+    ),
+    key(
+        "numerics.kappa",
+        "float",
+        "-",
+        "> 0",
+        "Artificial compressibility scaling: β² = max(|u|², κ U_ref²); U_ref is the fastest \
+         wall's speed (incompressible), or the free-fall velocity sqrt(|g| β_T ΔT L) \
+         (Boussinesq; the built-in cases use κ = 0.1 there)",
+    ),
+    key(
+        "numerics.c4",
+        "float",
+        "-",
+        "0 <= c4 <= 0.25",
+        "Coefficient of the fourth-difference pressure dissipation",
+    ),
+    key(
+        "numerics.tolerance",
+        "float",
+        "-",
+        "0 < tolerance < 1",
+        "Converged when every equation's residual (RMS of its pseudo-time derivative), \
+         relative to its first iteration's, is below this",
+    ),
+    key(
+        "numerics.max_iterations",
+        "integer",
+        "iterations",
+        ">= 1",
+        "Iteration limit; a run that reaches it ends with status `max-iterations` (exit code 0)",
+    ),
+    key(
+        "numerics.check_interval",
+        "integer",
+        "iterations",
+        ">= 1",
+        "Iterations between residual checks: progress, convergence, divergence, checkpoints \
+         and snapshots happen at checks",
+    ),
+    key(
+        "backend.kind",
+        "string",
+        "-",
+        "`\"cpu\"`, `\"cuda\"`, `\"auto\"`",
+        "Compute backend. `auto` takes a GPU if one is usable, else the CPU, and says which in \
+         the log. `cuda` fails (exit code 2) with the reason when no GPU backend is usable; \
+         `ferroflow info` tells",
+    ),
+    key(
+        "backend.precision",
+        "string",
+        "-",
+        "`\"f64\"`, `\"f32\"`",
+        "Floating-point precision of the state and the arithmetic",
+    ),
+    key(
+        "backend.threads",
+        "integer",
+        "-",
+        ">= 0",
+        "CPU threads, 0 = all cores. Results are bitwise the same for any thread count",
+    ),
+    key(
+        "backend.device",
+        "integer",
+        "-",
+        ">= 0",
+        "CUDA device ordinal (`ferroflow info` lists the devices)",
+    ),
+    key(
+        "backend.tune",
+        "boolean",
+        "-",
+        "`true`, `false`",
+        "Time the candidate CUDA launch shapes for this grid and precision at start and take \
+         the fastest; the choice is cached on disk (`FERROFLOW_CUDA_CACHE_DIR`, keyed by \
+         device, grid, precision and kernel source), so later runs skip the search. `false` \
+         (or `--no-tune`) uses the default shape 32x4x1",
+    ),
+    key(
+        "backend.fmad",
+        "boolean",
+        "-",
+        "`true`, `false`",
+        "Let the CUDA compiler fuse multiplies and adds (one rounding instead of two): fewer \
+         floating-point instructions, so a faster f64 kernel where arithmetic limits it, but \
+         the GPU no longer matches the CPU backend bit for bit (the default `false` does, in \
+         f64; with `true` the tests check agreement within 1e-10 after 1000 iterations). \
+         `ferroflow bench --fmad` measures it",
+    ),
+    key(
+        "output.checkpoint_interval",
+        "integer",
+        "iterations",
+        ">= 0",
+        "Iterations between checkpoints (`checkpoint.ffcp`), taken at the first residual check \
+         after each interval; 0 = only at the end and when interrupted",
+    ),
+    key(
+        "output.field_interval",
+        "integer",
+        "iterations",
+        ">= 0",
+        "Iterations between field snapshots `fields_<iteration>.vti`, listed with the final \
+         `fields.vti` in `fields.pvd`; 0 = final fields only",
+    ),
+    key(
+        "output.compress",
+        "boolean",
+        "-",
+        "`true`, `false`",
+        "Compress the arrays of `fields.vti` and the snapshots with zlib, in blocks of 32 KiB \
+         (VTK's `vtkZLibDataCompressor`, which ParaView, VisIt and VTK read); `false` writes \
+         them as raw binary",
+    ),
+    key(
+        "parallel.blocks",
+        "array of integers",
+        "-",
+        "`[]`, or `mesh.dim` values >= 1 with every block owning >= 3 nodes per axis",
+        "Blocks per axis. `[]`: `parallel.count` blocks, cut with the least interface area \
+         (ties: more cuts along z, then y, whose faces are contiguous in memory)",
+    ),
+    key(
+        "parallel.count",
+        "integer",
+        "-",
+        ">= 0; under MPI at least the number of processes",
+        "Number of blocks when `parallel.blocks` is `[]`; 0 = one block, or under MPI one per \
+         process. With `parallel.blocks`, 0 or their product",
+    ),
+    key(
+        "parallel.devices",
+        "array of integers",
+        "-",
+        "GPU ordinals",
+        "GPUs the CUDA blocks are spread over, block b on `devices[b % length]`; \
+         `[]` = `[backend.device]`",
+    ),
+    key(
+        "parallel.exchange",
+        "string",
+        "-",
+        "`\"peer\"`, `\"host\"`",
+        "How halos travel between GPU blocks: device to device (`peer`), or staged through \
+         host memory (`host`)",
+    ),
+    key(
+        "parallel.packing",
+        "boolean",
+        "-",
+        "`true`, `false`",
+        "GPU blocks: pack faces into contiguous buffers on the device; `false` copies them as \
+         strided boxes (faster unless x is cut: BENCHMARKS.md)",
+    ),
+    key(
+        "parallel.overlap",
+        "boolean",
+        "-",
+        "`true`, `false`",
+        "Compute the interior nodes of each block while its halos travel",
+    ),
+];
