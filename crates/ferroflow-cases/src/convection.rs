@@ -117,9 +117,12 @@ impl HeatedCavity {
             return Err(ProblemError::key(
                 "physics",
                 format!(
-                    "the dimensional inputs give Ra = {rayleigh:e}, α = ν / Pr = {diffusivity:e} \
-                     and the free-fall velocity sqrt(|g| β_T ΔT L) = {free_fall:e}: all must be \
-                     finite and above zero"
+                    "physics.length = {length:e}, |physics.gravity| = {g:e}, physics.expansion = \
+                     {expansion:e}, physics.viscosity = {viscosity:e}, physics.prandtl = \
+                     {prandtl:e} and ΔT = {delta_t:e} give Ra = {rayleigh:e}, α = ν / Pr = \
+                     {diffusivity:e} and the free-fall velocity sqrt(|g| β_T ΔT L) = \
+                     {free_fall:e}: all must be finite and above zero (an overflow or underflow \
+                     of f64)"
                 ),
             ));
         }

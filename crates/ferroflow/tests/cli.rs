@@ -1008,7 +1008,7 @@ fn thread_counts_are_bounded_and_blocks_share_one_pool() {
         tmp.path(),
         &["run", "--blocks", "42,42", "--threads", "1", "--out", "out"],
     );
-    let log = tmp.path().join("out/run.log");
+    let log = tmp.path().join("out/partial/run.log");
     let start = std::time::Instant::now();
     while !fs::read_to_string(&log).is_ok_and(|l| l.contains("1764 blocks")) {
         assert!(
@@ -1094,7 +1094,9 @@ fn a_state_larger_than_the_cgroup_limit_is_refused() {
 #[test]
 fn ctrl_c_is_acknowledged_at_once_and_a_second_aborts_without_a_checkpoint() {
     let tmp = TempDir::new().unwrap();
+    // A running run logs into the staging directory.
     let out = tmp.path().join("out");
+    let log = out.join("partial/run.log");
     // Checks (and so the stop the first Ctrl-C asks for) a million iterations apart.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ferroflow"))
         .current_dir(tmp.path())
@@ -1113,13 +1115,10 @@ fn ctrl_c_is_acknowledged_at_once_and_a_second_aborts_without_a_checkpoint() {
         }
     });
     // Iterating once the first check is logged.
-    wait_for(&out.join("run.log"), Duration::from_secs(60));
+    wait_for(&log, Duration::from_secs(60));
     let first_check = Duration::from_secs(60);
     let start = std::time::Instant::now();
-    while !fs::read_to_string(out.join("run.log"))
-        .unwrap()
-        .contains("iter ")
-    {
+    while !fs::read_to_string(&log).unwrap().contains("iter ") {
         assert!(start.elapsed() < first_check, "no first check");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -1154,7 +1153,9 @@ fn ctrl_c_is_acknowledged_at_once_and_a_second_aborts_without_a_checkpoint() {
         "{said:?}"
     );
     // As --help says: without a checkpoint or results.
-    assert!(!out.join("checkpoint.ffcp").exists() && !out.join("summary.json").exists());
+    for dir in [out.clone(), out.join("partial")] {
+        assert!(!dir.join("checkpoint.ffcp").exists() && !dir.join("summary.json").exists());
+    }
     let help = ferroflow(tmp.path())
         .args(["run", "--help"])
         .output()
@@ -1204,7 +1205,9 @@ fn stalled_runs_exit_4_saying_their_level_and_the_tolerance_they_reached() {
     assert_eq!(code, Some(4), "{err}");
     assert!(err.contains("stalled at iteration"), "{err}");
     assert!(err.contains("epsilon of f32, the round-off level"), "{err}");
-    let out = tmp.path().join("f32");
+    // A stalled run is not a result: everything stays in the staging directory.
+    assert!(!tmp.path().join("f32/summary.json").exists());
+    let out = tmp.path().join("f32/partial");
     let s = summary(&out);
     assert_eq!(
         (s["status"].as_str(), s["converged"].as_bool()),
@@ -1237,7 +1240,10 @@ fn stalled_runs_exit_4_saying_their_level_and_the_tolerance_they_reached() {
     ]));
     assert_eq!(code, Some(4), "{err}");
     assert!(err.contains("far above its round-off"), "{err}");
-    assert_eq!(summary(&tmp.path().join("cfl"))["status"], "stalled");
+    assert_eq!(
+        summary(&tmp.path().join("cfl/partial"))["status"],
+        "stalled"
+    );
     let help = ferroflow(tmp.path())
         .args(["run", "--help"])
         .output()
@@ -1291,8 +1297,8 @@ fn inputs_whose_residuals_would_vanish_are_refused_before_anything_is_written() 
             "boundary.ymax.velocity: 1e-80",
         ),
         (
-            &["bdc3d", "--set", "physics.viscosity=1e-200"],
-            "physics.viscosity: 1e-200",
+            &["bdc3d", "--set", "physics.viscosity=1e-30"],
+            "physics.viscosity: 1e-30",
         ),
         (&["--set", "numerics.cfl=1e-30"], "numerics.cfl: 1e-30"),
     ];
@@ -1313,6 +1319,18 @@ fn inputs_whose_residuals_would_vanish_are_refused_before_anything_is_written() 
         }
         assert!(!tmp.path().join("out").exists(), "{args:?} wrote output");
     }
+    // Smaller still, Ra itself overflows: refused with the inputs that made it.
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args([
+        "check",
+        "bdc3d",
+        "--set",
+        "physics.viscosity=1e-200",
+    ]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("physics.viscosity = 1e-200") && err.contains("Ra = inf"),
+        "{err}"
+    );
 }
 
 /// Runs bdc2d with `args` and returns the exit code, standard error and temperatures of the
@@ -1351,7 +1369,8 @@ fn bdc_defaults_stay_bounded_where_the_old_cfl_made_a_checkerboard() {
     for (n, ra, iterations) in [(129, "1e4", "3000"), (257, "1e5", "6000")] {
         let ra = format!("physics.rayleigh={ra}");
         let limit = format!("numerics.max_iterations={iterations}");
-        let (code, err, t) = bdc2d(tmp.path(), n, &["--set", &ra, "--set", &limit], "default");
+        let out = format!("default-{n}");
+        let (code, err, t) = bdc2d(tmp.path(), n, &["--set", &ra, "--set", &limit], &out);
         assert_eq!(code, Some(0), "{n}^2, {ra}: {err}");
         assert!(
             bounded(&t),
@@ -1376,11 +1395,14 @@ fn bdc_defaults_stay_bounded_where_the_old_cfl_made_a_checkerboard() {
         t.is_empty() || bounded(&t),
         "a non-physical checkpoint was kept"
     );
+    // Its summary and log stay in the staging directory; no result set was committed.
     let out = tmp.path().join("old");
-    assert_eq!(summary(&out)["status"], "unstable");
-    assert!(!out.join("fields.vti").exists());
+    assert!(!out.join("summary.json").exists());
+    let partial = out.join("partial");
+    assert_eq!(summary(&partial)["status"], "unstable");
+    assert!(!partial.join("fields.vti").exists());
     // The start said so: 1.11 is the limit of the state at rest there.
-    let log = fs::read_to_string(out.join("run.log")).unwrap();
+    let log = fs::read_to_string(partial.join("run.log")).unwrap();
     assert!(log.contains("numerics.cfl = 1.2 is above 1.11"), "{log}");
 }
 
