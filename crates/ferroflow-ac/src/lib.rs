@@ -20,4 +20,4 @@ pub use coefficients::Coefficients;
 pub use decomposed::Decomposed;
 pub use iteration::AcKernels;
 pub use limits::{OutOfBounds, Unresolvable, BOUND_MARGIN};
-pub use problem::{Energy, Numerics, Physics, Problem, SideBc};
+pub use problem::{Energy, Implicit, Method, Numerics, Physics, Problem, Relaxation, SideBc};

@@ -20,16 +20,58 @@ pub struct Numerics {
     pub u_ref: f64,
     /// Coefficient C4 of the fourth-difference pressure dissipation.
     pub c4: f64,
+    /// How each pseudo-time iteration advances the state.
+    pub method: Method,
+}
+
+/// How a pseudo-time iteration advances the state.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Method {
+    /// One explicit step of the local pseudo-time step per iteration (the scheme of seed 000).
+    Explicit,
+    /// Delta form A ΔQ = R(Q): the residual of the explicit scheme, relaxed against a frozen
+    /// first-order approximation A of its Jacobian (seed 003).
+    Implicit(Implicit),
+}
+
+/// Settings of the implicit relaxation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Implicit {
+    /// How A ΔQ = R is relaxed.
+    pub relaxation: Relaxation,
+    /// Sweeps per iteration (a symmetric sweep counts once).
+    pub sweeps: usize,
+    /// CFL number of the pseudo-time term I / Δτ_imp of A, as a multiple of the explicit local
+    /// step: Δτ_imp = cfl × Δτ. Infinite: no pseudo-time term (Newton-like).
+    pub cfl: f64,
+    /// Precision of the operator and the relaxation (the residual and the state keep theirs).
+    pub single: bool,
+}
+
+/// Relaxations of the implicit system. Each visits the nodes in an order fixed by the grid,
+/// so results do not depend on the thread count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relaxation {
+    /// Symmetric Gauss–Seidel in lexicographic order: a forward and a backward sweep (one
+    /// symmetric sweep is LU-SGS).
+    Sgs,
+    /// Jacobi: every node from the previous sweep's values.
+    Jacobi,
+    /// Red–black Gauss–Seidel: nodes of even i + j + k, then odd (reversed on every other sweep).
+    RedBlack,
+    /// Gauss–Seidel along x, Jacobi across (direction reversed on every other sweep).
+    Line,
 }
 
 impl Default for Numerics {
-    /// The built-in cases' settings: CFL 0.8, κ = 1, U_ref = 1, C4 = 0.02.
+    /// The built-in cases' settings: CFL 0.8, κ = 1, U_ref = 1, C4 = 0.02, explicit.
     fn default() -> Numerics {
         Numerics {
             cfl: 0.8,
             kappa: 1.0,
             u_ref: 1.0,
             c4: 0.02,
+            method: Method::Explicit,
         }
     }
 }
@@ -125,6 +167,22 @@ impl<R: Real> Problem<R> {
                 value: numerics.c4,
                 allowed: "0 <= c4 <= 0.25",
             });
+        }
+        if let Method::Implicit(imp) = numerics.method {
+            if !(imp.cfl > 0.0) {
+                return Err(ProblemError::OutOfRange {
+                    name: "numerics.implicit_cfl",
+                    value: imp.cfl,
+                    allowed: "> 0 (inf: no pseudo-time term)",
+                });
+            }
+            if imp.sweeps == 0 {
+                return Err(ProblemError::OutOfRange {
+                    name: "numerics.sweeps",
+                    value: 0.0,
+                    allowed: ">= 1",
+                });
+            }
         }
         if initial.layout != layout {
             return Err(ProblemError::Shape {

@@ -4,10 +4,12 @@
 
 mod boundary;
 pub mod formulas;
+mod implicit;
 mod step;
 
 use crate::iteration::{iterate, AcKernels};
-use crate::{BlockBackend, Coefficients, Problem, SideBc};
+use crate::{BlockBackend, Coefficients, Method, Problem, SideBc};
+use implicit::Relaxer;
 use ferroflow_core::decomposition::Face;
 use ferroflow_core::{Backend, BackendError, Fields, Real, Residuals};
 use rayon::prelude::*;
@@ -26,6 +28,14 @@ pub struct CpuBackend<R: Real> {
     /// The residual sums of the last pass.
     residuals: Residuals,
     pool: Arc<rayon::ThreadPool>,
+    /// The implicit relaxation's arrays, when the problem asks for it.
+    implicit: Option<Relaxation<R>>,
+}
+
+/// The implicit relaxation in the precision it was asked for.
+enum Relaxation<R> {
+    Single(Relaxer<R, f32>),
+    Double(Relaxer<R, f64>),
 }
 
 impl<R: Real> CpuBackend<R> {
@@ -52,6 +62,13 @@ impl<R: Real> CpuBackend<R> {
             row_sums: vec![[0.0; step::V]; step::interior_rows(&problem.layout)],
             residuals: Residuals::default(),
             pool,
+            implicit: match problem.numerics.method {
+                Method::Explicit => None,
+                Method::Implicit(imp) if imp.single => {
+                    Some(Relaxation::Single(Relaxer::new(problem, imp)))
+                }
+                Method::Implicit(imp) => Some(Relaxation::Double(Relaxer::new(problem, imp))),
+            },
         };
         backend.upload(&problem.initial)?;
         Ok(backend)
@@ -60,6 +77,25 @@ impl<R: Real> CpuBackend<R> {
     /// Number of worker threads.
     pub fn threads(&self) -> usize {
         self.pool.current_num_threads()
+    }
+
+    /// One implicit iteration of the current state in place, walls not yet filled.
+    fn iterate_implicit(&mut self) {
+        let (c, cur, src, t, p_ref) = (
+            &self.coeffs,
+            &mut self.cur,
+            self.source.as_ref(),
+            self.temperature.is_some(),
+            self.p_ref,
+        );
+        self.residuals = match self.implicit.as_mut() {
+            Some(Relaxation::Single(r)) => self.pool.install(|| r.iterate(c, cur, src, t, p_ref)),
+            Some(Relaxation::Double(r)) => self.pool.install(|| r.iterate(c, cur, src, t, p_ref)),
+            None => unreachable!("an explicit backend"),
+        };
+        let (cur, sides, t) = (&mut self.cur, &self.sides, self.temperature);
+        self.pool
+            .install(|| boundary::fill_boundaries(cur, sides, t));
     }
 }
 
@@ -72,7 +108,11 @@ impl<R: Real> Backend for CpuBackend<R> {
 
     fn advance(&mut self, iterations: usize) -> Result<Residuals, BackendError> {
         for _ in 0..iterations {
-            iterate(self, self.cur.vars[0][self.p_ref], true)?;
+            if self.implicit.is_some() {
+                self.iterate_implicit();
+            } else {
+                iterate(self, self.cur.vars[0][self.p_ref], true)?;
+            }
         }
         Ok(self.residuals.clone())
     }
@@ -149,6 +189,9 @@ impl<R: Real> BlockBackend for CpuBackend<R> {
 
     /// The fused pass computes the residual sums anyway: `norms` changes nothing here.
     fn step(&mut self, p_shift: R, _norms: bool) -> Result<Residuals, BackendError> {
+        if self.implicit.is_some() {
+            return Err(implicit::one_block_only());
+        }
         iterate(self, p_shift, true)?;
         Ok(self.residuals.clone())
     }

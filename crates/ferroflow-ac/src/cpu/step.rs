@@ -13,7 +13,7 @@ pub(crate) const V: usize = 5;
 
 /// Raw pointers to the output arrays. Rows are written by one task each, so writes never
 /// overlap; the pointers outlive the pass (they borrow `next` mutably for its duration).
-struct Out<R>([*mut R; V]);
+pub(crate) struct Out<R>([*mut R; V]);
 unsafe impl<R> Send for Out<R> {}
 unsafe impl<R> Sync for Out<R> {}
 
@@ -40,7 +40,7 @@ unsafe fn row_slices<'a, R>(ptrs: [*mut R; V], start: usize, count: usize) -> [&
 }
 
 #[inline(always)]
-fn at<R: Copy>(a: &[R], o: usize) -> R {
+pub(crate) fn at<R: Copy>(a: &[R], o: usize) -> R {
     debug_assert!(o < a.len());
     // SAFETY: every offset is a node or ghost of the layout that sized the array.
     unsafe { *a.get_unchecked(o) }
@@ -71,8 +71,97 @@ fn transport<R: Real, const D: usize>(
     (conv, lap)
 }
 
-/// Updates the interior nodes of one row (fixed j, k) and returns its residual sums. With `E`
-/// (energy), T is variable `1 + D`.
+/// What the fused pass computes at one interior node: every equation's residual (pseudo-time
+/// derivative) and the quantities its local time step and the implicit operator are made of.
+pub(crate) struct NodeResidual<R, const D: usize> {
+    /// Residual per equation: continuity, momentum per axis, energy (if solved).
+    pub r: [R; V],
+    /// Rate of the local pseudo-time step: Δτ = cfl / rate.
+    pub rate: R,
+    /// Velocity.
+    pub vel: [R; D],
+    /// Local artificial compressibility β².
+    pub beta2: R,
+    /// Spectral radius of the inviscid flux Jacobian per axis.
+    pub lam: [R; D],
+}
+
+/// The residuals of the scheme at offset `o` from the state `q`. With `E` (energy), T is
+/// variable `1 + D`.
+#[inline(always)]
+pub(crate) fn node_residual<R: Real, const D: usize, const SRC: bool, const E: bool>(
+    c: &Coeffs<R>,
+    st: [usize; 3],
+    q: [&[R]; V],
+    src: [&[R]; V],
+    o: usize,
+) -> NodeResidual<R, D> {
+    let p = q[0];
+    let mut r = [R::zero(); V];
+    let mut vel = [R::zero(); D];
+    let mut speed2 = R::zero();
+    for d in 0..D {
+        vel[d] = at(q[1 + d], o);
+        speed2 = speed2 + vel[d] * vel[d];
+    }
+    let beta2 = local_beta2(speed2, c.beta2_min);
+    let pc = at(p, o);
+    let mut lam = [R::zero(); D];
+    let (mut sum_lh, mut sum_l2, mut diss, mut div) = (R::zero(), R::zero(), R::zero(), R::zero());
+    for d in 0..D {
+        let s = st[d];
+        lam[d] = spectral_radius(vel[d], beta2);
+        let lh = lam[d] * c.inv_h[d];
+        sum_lh = sum_lh + lh;
+        sum_l2 = sum_l2 + lam[d] * lam[d];
+        let d4 = fourth_difference(
+            at(p, o - 2 * s),
+            at(p, o - s),
+            pc,
+            at(p, o + s),
+            at(p, o + 2 * s),
+        );
+        diss = diss + lh * d4;
+        div = div + central_difference(at(q[1 + d], o - s), at(q[1 + d], o + s), c.inv_2h[d]);
+    }
+    let rate = time_step_rate(sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
+    r[0] = -beta2 * div - c.c4 * diss;
+    if SRC {
+        r[0] = r[0] + at(src[0], o);
+    }
+    let tc = if E { at(q[1 + D], o) } else { R::zero() };
+    for m in 0..D {
+        let (conv, lap) = transport(c, st, q[1 + m], o, &vel, vel[m]);
+        let s = st[m];
+        let grad_p = central_difference(at(p, o - s), at(p, o + s), c.inv_2h[m]);
+        let mut rm = c.nu * lap - conv - grad_p * c.inv_rho;
+        if E {
+            rm = rm + buoyancy(c.buoyancy[m], tc, c.t_ref);
+        }
+        if SRC {
+            rm = rm + at(src[1 + m], o);
+        }
+        r[1 + m] = rm;
+    }
+    if E {
+        let (conv, lap) = transport(c, st, q[1 + D], o, &vel, tc);
+        let mut rt = c.alpha * lap - conv;
+        if SRC {
+            rt = rt + at(src[1 + D], o);
+        }
+        r[1 + D] = rt;
+    }
+    NodeResidual {
+        r,
+        rate,
+        vel,
+        beta2,
+        lam,
+    }
+}
+
+/// Updates the interior nodes of one row (fixed j, k) by one explicit step and returns its
+/// residual sums.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn update_row<R: Real, const D: usize, const SRC: bool, const E: bool>(
@@ -84,77 +173,26 @@ fn update_row<R: Real, const D: usize, const SRC: bool, const E: bool>(
     start: usize,
     p_shift: R,
 ) -> [f64; V] {
-    let p = q[0];
     let count = out[0].len();
+    let equations = 1 + D + E as usize;
     let mut sums = [0.0f64; V];
     let mut res = [[R::zero(); CHUNK]; V];
     for first in (0..count).step_by(CHUNK) {
         let len = CHUNK.min(count - first);
         for t in 0..len {
             let (x, o) = (first + t, start + first + t);
-            let mut vel = [R::zero(); D];
-            let mut speed2 = R::zero();
-            for d in 0..D {
-                vel[d] = at(q[1 + d], o);
-                speed2 = speed2 + vel[d] * vel[d];
-            }
-            let beta2 = local_beta2(speed2, c.beta2_min);
-            let pc = at(p, o);
-            let (mut sum_lh, mut sum_l2, mut diss, mut div) =
-                (R::zero(), R::zero(), R::zero(), R::zero());
-            for d in 0..D {
-                let s = st[d];
-                let lam = spectral_radius(vel[d], beta2);
-                let lh = lam * c.inv_h[d];
-                sum_lh = sum_lh + lh;
-                sum_l2 = sum_l2 + lam * lam;
-                let d4 = fourth_difference(
-                    at(p, o - 2 * s),
-                    at(p, o - s),
-                    pc,
-                    at(p, o + s),
-                    at(p, o + 2 * s),
-                );
-                diss = diss + lh * d4;
-                div =
-                    div + central_difference(at(q[1 + d], o - s), at(q[1 + d], o + s), c.inv_2h[d]);
-            }
-            let rate = time_step_rate(sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
-            let dt = c.cfl / rate;
-            let mut rp = -beta2 * div - c.c4 * diss;
-            if SRC {
-                rp = rp + at(src[0], o);
-            }
-            out[0][x] = pc + dt * rp - p_shift;
+            let n = node_residual::<R, D, SRC, E>(c, st, q, src, o);
+            let dt = c.cfl / n.rate;
+            out[0][x] = at(q[0], o) + dt * n.r[0] - p_shift;
             // The norm measures the change of the referenced pressure: a uniform drift (which
             // the reference shift removes) is not a residual.
-            res[0][t] = rp - p_shift * (rate * c.inv_cfl);
-            let tc = if E { at(q[1 + D], o) } else { R::zero() };
-            for m in 0..D {
-                let (conv, lap) = transport(c, st, q[1 + m], o, &vel, vel[m]);
-                let s = st[m];
-                let grad_p = central_difference(at(p, o - s), at(p, o + s), c.inv_2h[m]);
-                let mut r = c.nu * lap - conv - grad_p * c.inv_rho;
-                if E {
-                    r = r + buoyancy(c.buoyancy[m], tc, c.t_ref);
-                }
-                if SRC {
-                    r = r + at(src[1 + m], o);
-                }
-                res[1 + m][t] = r;
-                out[1 + m][x] = vel[m] + dt * r;
-            }
-            if E {
-                let (conv, lap) = transport(c, st, q[1 + D], o, &vel, tc);
-                let mut r = c.alpha * lap - conv;
-                if SRC {
-                    r = r + at(src[1 + D], o);
-                }
-                res[1 + D][t] = r;
-                out[1 + D][x] = tc + dt * r;
+            res[0][t] = n.r[0] - p_shift * (n.rate * c.inv_cfl);
+            for v in 1..equations {
+                res[v][t] = n.r[v];
+                out[v][x] = at(q[v], o) + dt * n.r[v];
             }
         }
-        for (sum, r) in sums.iter_mut().zip(&res).take(1 + D + E as usize) {
+        for (sum, r) in sums.iter_mut().zip(&res).take(equations) {
             *sum += r[..len].iter().map(|r| r.f64() * r.f64()).sum::<f64>();
         }
     }

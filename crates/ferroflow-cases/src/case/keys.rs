@@ -63,7 +63,7 @@ const INCOMPRESSIBLE: Model = Model::Incompressible;
 const BOUSSINESQ: Model = Model::Boussinesq;
 
 /// Every key of a case file, in file order.
-pub const KEYS: [KeyDoc; 39] = [
+pub const KEYS: [KeyDoc; 44] = [
     key(
         "case.name",
         "string",
@@ -266,6 +266,51 @@ pub const KEYS: [KeyDoc; 39] = [
         ">= 1",
         "Iterations between residual checks: progress, convergence, divergence, checkpoints \
          and snapshots happen at checks",
+    ),
+    key(
+        "numerics.method",
+        "string",
+        "-",
+        "`\"explicit\"`, `\"implicit\"`",
+        "How each pseudo-time iteration advances the state: `explicit`, one local pseudo-time \
+         step (seed 000's scheme); `implicit`, the delta form A ΔQ = R(Q) with the same \
+         residual R, relaxed against a frozen first-order approximation A of its Jacobian \
+         (seed 003; CPU backend, one block). Both converge to the same answer",
+    ),
+    key(
+        "numerics.relaxation",
+        "string",
+        "-",
+        "`\"sgs\"`, `\"jacobi\"`, `\"red-black\"`, `\"line\"`",
+        "Relaxation of the implicit system (method `implicit`): symmetric Gauss–Seidel \
+         (lexicographic; one sweep is LU-SGS), Jacobi, red–black Gauss–Seidel, or Gauss–Seidel \
+         along x and Jacobi across. Every order is fixed by the grid: results do not depend on \
+         the thread count",
+    ),
+    key(
+        "numerics.sweeps",
+        "integer",
+        "sweeps",
+        ">= 1",
+        "Relaxation sweeps per iteration (method `implicit`); a symmetric Gauss–Seidel sweep \
+         (forward and backward) counts once",
+    ),
+    key(
+        "numerics.implicit_cfl",
+        "float",
+        "-",
+        "> 0, or `inf`",
+        "Pseudo-time step of the implicit operator (method `implicit`) as a multiple of the \
+         explicit local step; `inf`: no pseudo-time term",
+    ),
+    key(
+        "numerics.implicit_precision",
+        "string",
+        "-",
+        "`\"f32\"`, `\"f64\"`",
+        "Precision of the implicit operator and its relaxation (method `implicit`); the \
+         residual and the state keep `backend.precision`, so the converged answer does not \
+         depend on it",
     ),
     key(
         "backend.kind",

@@ -9,7 +9,7 @@
 //! are still read ([`v1`]), as the same case.
 use crate::convection::HeatedCavity;
 use crate::walls::{box_problem, Wall, PATCHES};
-use ferroflow_ac::{Numerics, Physics, Problem};
+use ferroflow_ac::{Implicit, Method, Numerics, Physics, Problem, Relaxation};
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Layout, ProblemError, Real};
 use ferroflow_solver::StopCriteria;
@@ -200,6 +200,40 @@ pub struct NumericsSpec {
     pub max_iterations: usize,
     /// Iterations between residual checks.
     pub check_interval: usize,
+    /// How each pseudo-time iteration advances the state.
+    pub method: MethodKind,
+    /// Relaxation of the implicit system.
+    pub relaxation: RelaxationKind,
+    /// Relaxation sweeps per iteration.
+    pub sweeps: usize,
+    /// Δτ_imp / Δτ of the implicit operator's pseudo-time term (`inf`: none).
+    pub implicit_cfl: f64,
+    /// Precision of the implicit operator and relaxation.
+    pub implicit_precision: Precision,
+}
+
+/// `numerics.method`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MethodKind {
+    /// One explicit local pseudo-time step per iteration.
+    Explicit,
+    /// The delta form relaxed against an approximate Jacobian.
+    Implicit,
+}
+
+/// `numerics.relaxation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RelaxationKind {
+    /// Symmetric Gauss–Seidel (one sweep: LU-SGS).
+    Sgs,
+    /// Jacobi.
+    Jacobi,
+    /// Red–black Gauss–Seidel.
+    RedBlack,
+    /// Gauss–Seidel along x, Jacobi across.
+    Line,
 }
 
 /// Compute backends a case can ask for.
@@ -356,6 +390,11 @@ impl Default for NumericsSpec {
             tolerance: 1e-7,
             max_iterations: 200_000,
             check_interval: 50,
+            method: MethodKind::Explicit,
+            relaxation: RelaxationKind::Sgs,
+            sweeps: 4,
+            implicit_cfl: f64::INFINITY,
+            implicit_precision: Precision::F32,
         }
     }
 }
@@ -557,6 +596,10 @@ pub fn default_value(doc: &KeyDoc) -> Option<toml::Value> {
 fn check_writable(text: &str, origin: &str, case: &Case) -> Result<(), CaseError> {
     fn non_finite(value: &toml::Value, path: &str) -> Option<(String, f64)> {
         match value {
+            // The one key where infinity means something: no pseudo-time term.
+            toml::Value::Float(x) if *x == f64::INFINITY && path == "numerics.implicit_cfl" => {
+                None
+            }
             toml::Value::Float(x) if !x.is_finite() => Some((path.to_string(), *x)),
             toml::Value::Array(items) => items.iter().find_map(|v| non_finite(v, path)),
             toml::Value::Table(t) => t.iter().find_map(|(k, v)| {
@@ -835,10 +878,25 @@ impl Case {
     /// Scheme parameters; U_ref is set by the physics ([`Case::problem`]).
     pub fn numerics(&self) -> Numerics {
         let s = &self.numerics;
+        let method = match s.method {
+            MethodKind::Explicit => Method::Explicit,
+            MethodKind::Implicit => Method::Implicit(Implicit {
+                relaxation: match s.relaxation {
+                    RelaxationKind::Sgs => Relaxation::Sgs,
+                    RelaxationKind::Jacobi => Relaxation::Jacobi,
+                    RelaxationKind::RedBlack => Relaxation::RedBlack,
+                    RelaxationKind::Line => Relaxation::Line,
+                },
+                sweeps: s.sweeps,
+                cfl: s.implicit_cfl,
+                single: s.implicit_precision == Precision::F32,
+            }),
+        };
         Numerics {
             cfl: s.cfl,
             kappa: s.kappa,
             c4: s.c4,
+            method,
             ..Numerics::default()
         }
     }

@@ -1,0 +1,640 @@
+//! The implicit relaxation on the CPU (seed 003): each iteration writes the scheme's residual
+//! R(Q) with the fused pass's formulas, freezes a first-order operator A at Q, relaxes
+//! A ΔQ = R by sweeps and adds ΔQ. R and the state keep the run's precision `R`; the operator
+//! and the relaxation work in `S` (f32 or f64).
+//!
+//! A is I / Δτ_imp plus, per axis d, the central convection and pressure couplings split by the
+//! spectral radius λ_d (Yoon–Jameson: the neighbour blocks (B_d ∓ λ_d I) / 2h, the node's own
+//! block Σ λ_d / h_d), plus the viscous and thermal Laplacians; B_d and λ_d are taken at the
+//! node, so each row of A depends on its own node's state only. T is split by |u_d|, its own
+//! wave speed. At a wall, velocity (and T of an isothermal wall) is fixed, so its increment is
+//! zero; the extrapolated wall pressure moves with the node next to it, so a wall neighbour's
+//! pressure increment is the node's own (folded into the node's block); so is T at an
+//! adiabatic wall.
+//!
+//! The pressure level is free (walls extrapolate it), so A is singular in a uniform pressure
+//! increment when Δτ_imp is infinite. The continuity residual is projected off that mode's
+//! image, the explicit step's weights 1 / Δτ: R_p − c / Δτ with c = Σ R_p / Σ (1 / Δτ). A
+//! state where that vanishes is the explicit scheme's fixed point, so both converge to the
+//! same answer, and its norm is the continuity residual this method reports.
+use super::step::{at, interior_rows, node_residual, V};
+use crate::{Coefficients, Implicit, Problem, Relaxation, SideBc};
+use ferroflow_core::{BackendError, Fields, Layout, Real, Residuals};
+use rayon::prelude::*;
+
+/// The error of a decomposed run asking for the implicit method: blocks are not coupled in
+/// the relaxation yet.
+pub(crate) fn one_block_only() -> BackendError {
+    BackendError::NotSuitable {
+        backend: "cpu",
+        what: "numerics.method = \"implicit\" on a grid cut into blocks (one block only so far)"
+            .into(),
+    }
+}
+
+/// Frozen per-node quantities: λ_d and u_d per axis, then these.
+const BETA2: usize = 6;
+const INV_DIAG_P: usize = 7;
+const INV_DIAG_U: usize = 8;
+const INV_DIAG_T: usize = 9;
+const FROZEN: usize = 10;
+
+/// Rows of tiles along the axes a Gauss–Seidel wavefront crosses: 2D tiles are this many
+/// nodes in x by rows in y, 3D tiles rows in y by planes in z (whole x lines).
+const TILE_X: usize = 64;
+const TILE_ROWS: usize = 16;
+const TILE_PLANES: usize = 8;
+
+/// Per-run constants of the operator in the implicit precision.
+#[derive(Clone, Copy)]
+struct Op<S> {
+    inv_h: [S; 3],
+    inv_2h: [S; 3],
+    /// ν / h² and α / h² per axis.
+    nu_h2: [S; 3],
+    alpha_h2: [S; 3],
+    /// 1 / (2 h ρ): the pressure gradient's coupling.
+    inv_2h_rho: [S; 3],
+    /// 2 ν Σ 1 / h² and 2 α Σ 1 / h².
+    visc_diag: S,
+    therm_diag: S,
+    /// 1 / (cfl · cfl_imp): turns the explicit step's rate into 1 / Δτ_imp (0: infinite).
+    inv_cfl_imp: S,
+    buoyancy: [S; 3],
+}
+
+impl<S: Real> Op<S> {
+    fn new<R: Real>(problem: &Problem<R>, imp: &Implicit) -> Op<S> {
+        let h = problem.spacing;
+        let dim = problem.layout.dim;
+        let nu = problem.physics.viscosity;
+        let alpha = problem.energy.map_or(0.0, |e| e.diffusivity);
+        let sum_h2: f64 = h[..dim].iter().map(|h| 1.0 / (h * h)).sum();
+        let rho = problem.physics.density;
+        Op {
+            inv_h: h.map(|h| S::of(1.0 / h)),
+            inv_2h: h.map(|h| S::of(0.5 / h)),
+            nu_h2: h.map(|h| S::of(nu / (h * h))),
+            alpha_h2: h.map(|h| S::of(alpha / (h * h))),
+            inv_2h_rho: h.map(|h| S::of(0.5 / (h * rho))),
+            visc_diag: S::of(2.0 * nu * sum_h2),
+            therm_diag: S::of(2.0 * alpha * sum_h2),
+            inv_cfl_imp: S::of(1.0 / (problem.numerics.cfl * imp.cfl)),
+            buoyancy: problem.energy.map_or([S::zero(); 3], |e| e.buoyancy.map(S::of)),
+        }
+    }
+}
+
+/// Which sides of the node at (i, j, k) are walls next to it: `lo[d]`, `hi[d]`.
+#[derive(Clone, Copy)]
+struct Walls {
+    lo: [bool; 3],
+    hi: [bool; 3],
+}
+
+/// The walls (not halos) of a block, and which hold T fixed.
+#[derive(Clone, Copy)]
+struct Sides {
+    wall: [bool; 6],
+    adiabatic: [bool; 6],
+    n: [usize; 3],
+}
+
+impl Sides {
+    fn at(&self, idx: [usize; 3], dim: usize) -> Walls {
+        let mut w = Walls {
+            lo: [false; 3],
+            hi: [false; 3],
+        };
+        for d in 0..dim {
+            w.lo[d] = idx[d] == 1 && self.wall[2 * d];
+            w.hi[d] = idx[d] == self.n[d] - 2 && self.wall[2 * d + 1];
+        }
+        w
+    }
+}
+
+/// The implicit relaxation's arrays for one block.
+pub(crate) struct Relaxer<R, S> {
+    imp: Implicit,
+    op: Op<S>,
+    sides: Sides,
+    /// Continuity residual and the explicit step's rate / cfl = 1 / Δτ, in the state's
+    /// precision (the projection subtracts nearly equal values).
+    resid_p: Vec<R>,
+    inv_dt: Vec<R>,
+    /// Right-hand side, frozen operator data and the increments (two buffers for the sweeps
+    /// that read the previous one).
+    rhs: Fields<S>,
+    frozen: Fields<S>,
+    delta: Fields<S>,
+    previous: Fields<S>,
+    /// Per row: residual sums of squares (momentum, energy), Σ R_p, Σ 1 / Δτ.
+    row_sums: Vec<[f64; V + 1]>,
+    /// Gauss–Seidel tiles, grouped in wavefronts that may run in parallel.
+    waves: Vec<Vec<Tile>>,
+}
+
+/// A box of interior nodes, index ranges per axis.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Tile {
+    lo: [usize; 3],
+    hi: [usize; 3],
+}
+
+/// The wavefronts of tiles over the interior of `l`: tile (a, b) of the two tiled axes needs
+/// (a − 1, b) and (a, b − 1) done and never reads its diagonal neighbours, so the tiles of one
+/// wavefront a + b are independent and every node sees exactly the values of a lexicographic
+/// sweep: the result is bitwise that of one thread, for any tile size.
+fn wavefronts(l: &Layout) -> Vec<Vec<Tile>> {
+    let n = l.n;
+    let (axes, sizes) = if l.dim == 2 {
+        ([0, 1], [TILE_X, TILE_ROWS])
+    } else {
+        ([1, 2], [TILE_ROWS, TILE_PLANES])
+    };
+    let cuts = |d: usize, size: usize| -> Vec<(usize, usize)> {
+        (1..n[d] - 1)
+            .step_by(size)
+            .map(|s| (s, (s + size).min(n[d] - 1)))
+            .collect()
+    };
+    let (ca, cb) = (cuts(axes[0], sizes[0]), cuts(axes[1], sizes[1]));
+    let mut waves = vec![Vec::new(); ca.len() + cb.len() - 1];
+    for (a, ra) in ca.iter().enumerate() {
+        for (b, rb) in cb.iter().enumerate() {
+            let mut t = Tile {
+                lo: [1, 1, 0],
+                hi: [n[0] - 1, n[1] - 1, 1],
+            };
+            if l.dim == 3 {
+                t.lo[2] = 1;
+                t.hi[2] = n[2] - 1;
+            }
+            t.lo[axes[0]] = ra.0;
+            t.hi[axes[0]] = ra.1;
+            t.lo[axes[1]] = rb.0;
+            t.hi[axes[1]] = rb.1;
+            waves[a + b].push(t);
+        }
+    }
+    waves
+}
+
+/// Raw views of `N` arrays that the tasks of one parallel pass share: each node is written by
+/// one task, and every read of a node another task writes is ordered after or before that
+/// write by the pass's schedule (see each pass).
+#[derive(Clone, Copy)]
+struct Ptrs<S, const N: usize>([*mut S; N]);
+unsafe impl<S, const N: usize> Send for Ptrs<S, N> {}
+unsafe impl<S, const N: usize> Sync for Ptrs<S, N> {}
+
+impl<S: Copy, const N: usize> Ptrs<S, N> {
+    fn of(arrays: &mut [Vec<S>]) -> Ptrs<S, N> {
+        let mut p = [std::ptr::null_mut(); N];
+        for (p, v) in p.iter_mut().zip(arrays.iter_mut()) {
+            *p = v.as_mut_ptr();
+        }
+        Ptrs(p)
+    }
+    /// # Safety
+    /// `o` is inside array `v`, and no other thread writes it now.
+    #[inline(always)]
+    unsafe fn get(&self, v: usize, o: usize) -> S {
+        *self.0[v].add(o)
+    }
+    /// # Safety
+    /// `o` is inside array `v`, and no other thread reads or writes it now.
+    #[inline(always)]
+    unsafe fn set(&self, v: usize, o: usize, x: S) {
+        *self.0[v].add(o) = x;
+    }
+}
+
+/// Where a node's neighbours' increments are read: below and above along x, and across.
+#[derive(Clone, Copy)]
+struct Sources<S> {
+    x_lo: Ptrs<S, V>,
+    x_hi: Ptrs<S, V>,
+    across: Ptrs<S, V>,
+}
+
+/// Everything a sweep reads besides the increments.
+struct Ctx<'a, S> {
+    op: Op<S>,
+    sides: Sides,
+    l: Layout,
+    st: [usize; 3],
+    rhs: [&'a [S]; V],
+    frozen: [&'a [S]; FROZEN],
+}
+
+/// The increment of the node at `o` from its row of A ΔQ = R, the other nodes' increments read
+/// from `nb`. The node's block is triangular (T, then p, then u): solved exactly.
+///
+/// # Safety
+/// The neighbours' values in `nb` are not being written by another thread.
+#[inline(always)]
+unsafe fn relax_node<S: Real, const D: usize, const E: bool>(
+    cx: &Ctx<S>,
+    o: usize,
+    w: Walls,
+    nb: &Sources<S>,
+) -> [S; V] {
+    let op = &cx.op;
+    let fz = &cx.frozen;
+    let beta2 = at(fz[BETA2], o);
+    let (mut sp, mut st_t) = (S::zero(), S::zero());
+    let mut su = [S::zero(); D];
+    let mut wall_p = [S::zero(); D];
+    for d in 0..D {
+        let s = cx.st[d];
+        let (lo, hi) = if d == 0 {
+            (&nb.x_lo, &nb.x_hi)
+        } else {
+            (&nb.across, &nb.across)
+        };
+        let a = at(fz[d], o) * op.inv_2h[d];
+        let b = at(fz[3 + d], o) * op.inv_2h[d];
+        let (p_lo, p_hi) = (lo.get(0, o - s), hi.get(0, o + s));
+        sp = sp + beta2 * op.inv_2h[d] * (hi.get(1 + d, o + s) - lo.get(1 + d, o - s))
+            - a * (p_lo + p_hi);
+        let (c_hi, c_lo) = (b - a - op.nu_h2[d], -b - a - op.nu_h2[d]);
+        for m in 0..D {
+            su[m] = su[m] + c_hi * hi.get(1 + m, o + s) + c_lo * lo.get(1 + m, o - s);
+        }
+        su[d] = su[d] + op.inv_2h_rho[d] * (p_hi - p_lo);
+        wall_p[d] = op.inv_2h_rho[d] * (S::of(w.hi[d] as u8 as f64) - S::of(w.lo[d] as u8 as f64));
+        if E {
+            let ab = b.abs();
+            st_t = st_t
+                + (b - ab - op.alpha_h2[d]) * hi.get(1 + D, o + s)
+                + (-b - ab - op.alpha_h2[d]) * lo.get(1 + D, o - s);
+        }
+    }
+    let mut out = [S::zero(); V];
+    let dt = if E {
+        (at(cx.rhs[1 + D], o) - st_t) * at(fz[INV_DIAG_T], o)
+    } else {
+        S::zero()
+    };
+    let dp = (at(cx.rhs[0], o) - sp) * at(fz[INV_DIAG_P], o);
+    out[0] = dp;
+    let inv_du = at(fz[INV_DIAG_U], o);
+    for m in 0..D {
+        let mut r = at(cx.rhs[1 + m], o) - su[m] - wall_p[m] * dp;
+        if E {
+            r = r + op.buoyancy[m] * dt;
+        }
+        out[1 + m] = r * inv_du;
+    }
+    if E {
+        out[1 + D] = dt;
+    }
+    out
+}
+
+impl<R: Real, S: Real> Relaxer<R, S> {
+    pub(crate) fn new(problem: &Problem<R>, imp: Implicit) -> Relaxer<R, S> {
+        let l = problem.layout;
+        let eq = problem.equations();
+        let mut sides = Sides {
+            wall: [false; 6],
+            adiabatic: [false; 6],
+            n: l.n,
+        };
+        for (s, bc) in problem.sides.iter().enumerate() {
+            sides.wall[s] = *bc != SideBc::Interface;
+            sides.adiabatic[s] = *bc == SideBc::AdiabaticWall && problem.energy.is_some();
+        }
+        Relaxer {
+            imp,
+            op: Op::new(problem, &imp),
+            sides,
+            resid_p: vec![R::zero(); l.len],
+            inv_dt: vec![R::zero(); l.len],
+            rhs: Fields::zeros(l, eq),
+            frozen: Fields::zeros(l, FROZEN),
+            delta: Fields::zeros(l, eq),
+            previous: Fields::zeros(l, eq),
+            row_sums: vec![[0.0; V + 1]; interior_rows(&l)],
+            waves: wavefronts(&l),
+        }
+    }
+
+    /// One implicit iteration of `cur` in place (interior nodes; the caller fills the walls),
+    /// pressure re-referenced at `p_ref`; returns the residuals of `cur` as it was.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn iterate(
+        &mut self,
+        c: &Coefficients<R>,
+        cur: &mut Fields<R>,
+        source: Option<&Fields<R>>,
+        energy: bool,
+        p_ref: usize,
+    ) -> Residuals {
+        macro_rules! dispatch {
+            ($(($d:literal, $s:literal, $e:literal)),*) => {
+                match (cur.layout.dim, source.is_some(), energy) {
+                    $(($d, $s, $e) => self.run::<$d, $s, $e>(c, cur, source, p_ref),)*
+                    (dim, ..) => unreachable!("dimension {dim}"),
+                }
+            };
+        }
+        dispatch!(
+            (2, false, false),
+            (2, true, false),
+            (3, false, false),
+            (3, true, false),
+            (2, false, true),
+            (2, true, true),
+            (3, false, true),
+            (3, true, true)
+        )
+    }
+
+    fn run<const D: usize, const SRC: bool, const E: bool>(
+        &mut self,
+        c: &Coefficients<R>,
+        cur: &mut Fields<R>,
+        source: Option<&Fields<R>>,
+        p_ref: usize,
+    ) -> Residuals {
+        let mut total = self.residual_pass::<D, SRC, E>(c, cur, source);
+        self.relax::<D, E>();
+        let delta = &self.delta;
+        let shift = cur.vars[0][p_ref] + R::of(delta.vars[0][p_ref].f64());
+        for (v, (q, dq)) in cur.vars.iter_mut().zip(&delta.vars).enumerate() {
+            let s = if v == 0 { shift } else { R::zero() };
+            // Boundary increments are zero; the wall fill that follows overwrites the walls.
+            q.par_iter_mut()
+                .zip(dq.par_iter())
+                .with_min_len(4096)
+                .for_each(|(q, dq)| *q = *q + R::of(dq.f64()) - s);
+        }
+        total.nodes = cur.layout.interior_nodes();
+        total
+    }
+
+    /// R(Q) and the frozen operator at every interior node; the increments reset to zero.
+    fn residual_pass<const D: usize, const SRC: bool, const E: bool>(
+        &mut self,
+        c: &Coefficients<R>,
+        cur: &Fields<R>,
+        source: Option<&Fields<R>>,
+    ) -> Residuals {
+        let l = cur.layout;
+        let empty: &[R] = &[];
+        let q: [&[R]; V] = std::array::from_fn(|v| cur.vars.get(v).map_or(empty, |a| a.as_slice()));
+        let src: [&[R]; V] = std::array::from_fn(|v| {
+            source
+                .and_then(|s| s.vars.get(v))
+                .map_or(empty, |a| a.as_slice())
+        });
+        let (op, sides) = (self.op, self.sides);
+        let rhs: Ptrs<S, V> = Ptrs::of(&mut self.rhs.vars);
+        let frozen: Ptrs<S, FROZEN> = Ptrs::of(&mut self.frozen.vars);
+        let delta: Ptrs<S, V> = Ptrs::of(&mut self.delta.vars);
+        let resid: Ptrs<R, 2> = Ptrs([self.resid_p.as_mut_ptr(), self.inv_dt.as_mut_ptr()]);
+        let equations = 1 + D + E as usize;
+        // SAFETY (all writes below): each row, and so each node, is one task's.
+        for_rows(&l, &mut self.row_sums, |j, k, start, count, sums| {
+            *sums = [0.0; V + 1];
+            for x in 0..count {
+                let o = start + x;
+                let n = node_residual::<R, D, SRC, E>(c, l.stride, q, src, o);
+                let w = n.rate * c.inv_cfl;
+                unsafe {
+                    resid.set(0, o, n.r[0]);
+                    resid.set(1, o, w);
+                }
+                sums[V - 1] += n.r[0].f64();
+                sums[V] += w.f64();
+                for v in 1..equations {
+                    sums[v] += n.r[v].f64() * n.r[v].f64();
+                    unsafe { rhs.set(v, o, S::of(n.r[v].f64())) };
+                }
+                for v in 0..equations {
+                    unsafe { delta.set(v, o, S::zero()) };
+                }
+                let walls = sides.at([x + 1, j, k], D);
+                let pseudo = S::of(w.f64()) * op.inv_cfl_imp;
+                let (mut sum_lh, mut sum_uh) = (S::zero(), S::zero());
+                let (mut wall_lh, mut adiabatic) = (S::zero(), S::zero());
+                for d in 0..D {
+                    let lam = S::of(n.lam[d].f64());
+                    let u = S::of(n.vel[d].f64());
+                    unsafe {
+                        frozen.set(d, o, lam);
+                        frozen.set(3 + d, o, u);
+                    }
+                    sum_lh = sum_lh + lam * op.inv_h[d];
+                    let b = u * op.inv_2h[d];
+                    sum_uh = sum_uh + b.abs() + b.abs();
+                    for (is_wall, side, sign) in [
+                        (walls.lo[d], 2 * d, -S::one()),
+                        (walls.hi[d], 2 * d + 1, S::one()),
+                    ] {
+                        if is_wall {
+                            wall_lh = wall_lh + lam * op.inv_2h[d];
+                            if sides.adiabatic[side] {
+                                adiabatic = adiabatic + sign * b - b.abs() - op.alpha_h2[d];
+                            }
+                        }
+                    }
+                }
+                unsafe {
+                    frozen.set(BETA2, o, S::of(n.beta2.f64()));
+                    frozen.set(INV_DIAG_P, o, S::one() / (pseudo + sum_lh - wall_lh));
+                    frozen.set(INV_DIAG_U, o, S::one() / (pseudo + sum_lh + op.visc_diag));
+                    let diag_t = pseudo + sum_uh + op.therm_diag + adiabatic;
+                    frozen.set(INV_DIAG_T, o, S::one() / diag_t);
+                }
+            }
+        });
+        let mut total = Residuals::zeros(equations, l.interior_nodes());
+        let (mut sum_rp, mut sum_w) = (0.0, 0.0);
+        for s in &self.row_sums {
+            let mut eq = [0.0; V];
+            eq[1..equations].copy_from_slice(&s[1..equations]);
+            total.add_sums(&eq[..equations]);
+            sum_rp += s[V - 1];
+            sum_w += s[V];
+        }
+        // The continuity residual projected off the uniform pressure mode, and its norm.
+        let gauge = R::of(sum_rp / sum_w);
+        let (resid_p, inv_dt) = (&self.resid_p, &self.inv_dt);
+        let rhs_p: Ptrs<S, 1> = Ptrs::of(&mut self.rhs.vars[..1]);
+        for_rows(&l, &mut self.row_sums, |_, _, start, count, sums| {
+            sums[0] = 0.0;
+            for o in start..start + count {
+                let rp = resid_p[o] - gauge * inv_dt[o];
+                sums[0] += rp.f64() * rp.f64();
+                // SAFETY: each row is one task's.
+                unsafe { rhs_p.set(0, o, S::of(rp.f64())) };
+            }
+        });
+        let mut eq = [0.0; V];
+        eq[0] = self.row_sums.iter().map(|s| s[0]).sum();
+        total.add_sums(&eq[..equations]);
+        total
+    }
+
+    /// The sweeps of the relaxation; the result ends in `self.delta`.
+    fn relax<const D: usize, const E: bool>(&mut self) {
+        let l = self.rhs.layout;
+        let sides = self.sides;
+        for sweep in 0..self.imp.sweeps {
+            let forward = sweep % 2 == 0;
+            let cur: Ptrs<S, V> = Ptrs::of(&mut self.delta.vars);
+            let prev: Ptrs<S, V> = Ptrs::of(&mut self.previous.vars);
+            let cx = Ctx {
+                op: self.op,
+                sides,
+                l,
+                st: l.stride,
+                rhs: std::array::from_fn(|v| self.rhs.vars.get(v).map_or(&[][..], |a| a)),
+                frozen: std::array::from_fn(|v| self.frozen.vars[v].as_slice()),
+            };
+            match self.imp.relaxation {
+                Relaxation::Sgs => {
+                    // In place: a forward and a backward lexicographic sweep, each a sequence of
+                    // wavefronts whose tiles run in parallel.
+                    let nb = Sources {
+                        x_lo: cur,
+                        x_hi: cur,
+                        across: cur,
+                    };
+                    for forward in [true, false] {
+                        let order: Box<dyn Iterator<Item = &Vec<Tile>>> = if forward {
+                            Box::new(self.waves.iter())
+                        } else {
+                            Box::new(self.waves.iter().rev())
+                        };
+                        for wave in order {
+                            wave.par_iter().for_each(|t| {
+                                // SAFETY: see `wavefronts`.
+                                unsafe { sweep_tile::<S, D, E>(&cx, t, forward, &nb, cur) }
+                            });
+                        }
+                    }
+                }
+                Relaxation::RedBlack => {
+                    let nb = Sources {
+                        x_lo: cur,
+                        x_hi: cur,
+                        across: cur,
+                    };
+                    let colours = if forward { [0, 1] } else { [1, 0] };
+                    for colour in colours {
+                        // SAFETY: a node of one colour reads only nodes of the other.
+                        par_lines(&l, |j, k| unsafe {
+                            let first = 1 + (colour + j + k + 1) % 2;
+                            relax_line::<S, D, E>(&cx, j, k, (first..l.n[0] - 1).step_by(2), &nb, cur)
+                        });
+                    }
+                }
+                Relaxation::Jacobi | Relaxation::Line => {
+                    std::mem::swap(&mut self.delta, &mut self.previous);
+                    let (new, old) = (prev, cur);
+                    let along = self.imp.relaxation == Relaxation::Line;
+                    // Line: the x neighbour behind the march is new, the one ahead and those
+                    // across are the previous sweep's.
+                    let nb = Sources {
+                        x_lo: if along && forward { new } else { old },
+                        x_hi: if along && !forward { new } else { old },
+                        across: old,
+                    };
+                    // SAFETY: each line writes only its own nodes of `new` and reads only its
+                    // own nodes of it.
+                    par_lines(&l, |j, k| unsafe {
+                        let xs = 1..l.n[0] - 1;
+                        if forward {
+                            relax_line::<S, D, E>(&cx, j, k, xs, &nb, new)
+                        } else {
+                            relax_line::<S, D, E>(&cx, j, k, xs.rev(), &nb, new)
+                        }
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Runs `f(j, k, start, count, sums)` over the interior rows of `l` in parallel, one `sums`
+/// entry per row (summed by the caller in row order: independent of the thread count).
+fn for_rows<T: Send>(
+    l: &Layout,
+    row_sums: &mut [T],
+    f: impl Fn(usize, usize, usize, usize, &mut T) + Sync,
+) {
+    let rows_j = l.n[1] - 2;
+    let count = l.n[0] - 2;
+    row_sums
+        .par_iter_mut()
+        .with_min_len((4096 / count).max(1))
+        .enumerate()
+        .for_each(|(r, sums)| {
+            let j = 1 + r % rows_j;
+            let k = if l.dim == 3 { 1 + r / rows_j } else { 0 };
+            f(j, k, l.index(1, j as isize, k as isize), count, sums)
+        });
+}
+
+/// Runs `f(j, k)` over the interior x lines of `l` in parallel.
+fn par_lines(l: &Layout, f: impl Fn(usize, usize) + Sync) {
+    let rows_j = l.n[1] - 2;
+    let count = l.n[0] - 2;
+    (0..interior_rows(l))
+        .into_par_iter()
+        .with_min_len((4096 / count).max(1))
+        .for_each(|r| f(1 + r % rows_j, if l.dim == 3 { 1 + r / rows_j } else { 0 }));
+}
+
+/// Relaxes the nodes `xs` of line (j, k) in that order into `dst`.
+///
+/// # Safety
+/// No other thread writes these nodes of `dst` or any node `nb` reads for them.
+#[inline(always)]
+unsafe fn relax_line<S: Real, const D: usize, const E: bool>(
+    cx: &Ctx<S>,
+    j: usize,
+    k: usize,
+    xs: impl Iterator<Item = usize>,
+    nb: &Sources<S>,
+    dst: Ptrs<S, V>,
+) {
+    for i in xs {
+        let o = cx.l.index(i as isize, j as isize, k as isize);
+        let w = cx.sides.at([i, j, k], D);
+        let x = relax_node::<S, D, E>(cx, o, w, nb);
+        for (v, x) in x.into_iter().enumerate().take(1 + D + E as usize) {
+            dst.set(v, o, x);
+        }
+    }
+}
+
+/// One lexicographic sweep (forward, or backward in reverse order) over the nodes of tile `t`,
+/// in place.
+///
+/// # Safety
+/// The tiles that run at the same time are those of one wavefront (see `wavefronts`).
+unsafe fn sweep_tile<S: Real, const D: usize, const E: bool>(
+    cx: &Ctx<S>,
+    t: &Tile,
+    forward: bool,
+    nb: &Sources<S>,
+    dst: Ptrs<S, V>,
+) {
+    let lines = (t.lo[2]..t.hi[2]).flat_map(|k| (t.lo[1]..t.hi[1]).map(move |j| (j, k)));
+    let xs = t.lo[0]..t.hi[0];
+    if forward {
+        for (j, k) in lines {
+            relax_line::<S, D, E>(cx, j, k, xs.clone(), nb, dst);
+        }
+    } else {
+        for (j, k) in lines.collect::<Vec<_>>().into_iter().rev() {
+            relax_line::<S, D, E>(cx, j, k, xs.clone().rev(), nb, dst);
+        }
+    }
+}
