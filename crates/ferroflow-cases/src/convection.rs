@@ -17,7 +17,7 @@
 //! z = L/2), with positions.
 use crate::cavity::interpolate;
 use crate::reference;
-use crate::walls::{box_problem, Wall};
+use crate::walls::{box_problem, temperature_range, Wall};
 use ferroflow_ac::{Energy, Numerics, Physics, Problem};
 use ferroflow_core::{Fields, ProblemError, Real, Side};
 use serde::Serialize;
@@ -29,6 +29,15 @@ pub fn heated_walls(dim: usize, delta_t: f64) -> Vec<Wall> {
     walls[Side::XLo as usize].temperature = Some(0.5 * delta_t);
     walls[Side::XHi as usize].temperature = Some(-0.5 * delta_t);
     walls
+}
+
+/// The error of walls without a temperature range ([`temperature_range`]).
+pub fn no_temperature_range() -> ProblemError {
+    ProblemError::key(
+        "boundary",
+        "the Boussinesq model needs isothermal walls (thermal = \"isothermal\") of at least two \
+         temperatures: the hottest minus the coldest is ΔT",
+    )
 }
 
 /// Resolved physical parameters of a buoyancy-driven cavity.
@@ -164,17 +173,7 @@ impl HeatedCavity {
         numerics: Numerics,
         walls: &[Wall],
     ) -> Result<Problem<R>, ProblemError> {
-        let temperatures = walls.iter().filter_map(|w| w.temperature);
-        let hot = temperatures.clone().fold(f64::NEG_INFINITY, f64::max);
-        let cold = temperatures.fold(f64::INFINITY, f64::min);
-        if hot <= cold {
-            return Err(ProblemError::OutOfRange {
-                name: "boundary",
-                value: hot - cold,
-                allowed: "isothermal walls of at least two temperatures (the hottest minus the \
-                          coldest is ΔT)",
-            });
-        }
+        let (cold, hot) = temperature_range(walls).ok_or_else(no_temperature_range)?;
         let physics = Physics {
             viscosity: self.viscosity,
             density: 1.0,

@@ -35,6 +35,15 @@ impl Wall {
     }
 }
 
+/// The coldest and the hottest isothermal wall's temperatures, if they differ (their
+/// difference is the Boussinesq ΔT, their mean T_ref).
+pub fn temperature_range(walls: &[Wall]) -> Option<(f64, f64)> {
+    let temperatures = walls.iter().filter_map(|w| w.temperature);
+    let cold = temperatures.clone().fold(f64::INFINITY, f64::min);
+    let hot = temperatures.fold(f64::NEG_INFINITY, f64::max);
+    (hot > cold).then_some((cold, hot))
+}
+
 /// The box of side `length` on a `dim`-dimensional grid of `n` nodes per axis, with `walls`
 /// (one per side, in [`PATCHES`] order; `2 dim` of them), the fluid at rest initially and, with
 /// `energy`, at its reference temperature. Where walls meet (edges and corners), a moving

@@ -7,11 +7,11 @@
 //! (`incompressible`, `boussinesq`), and `[boundary.<patch>]` for the box's sides. Files of
 //! schema v1 (`[grid]`, `case.kind`, the lid velocity and the wall temperatures in `[physics]`)
 //! are still read ([`v1`]), as the same case.
-use crate::convection::HeatedCavity;
-use crate::walls::{box_problem, Wall, PATCHES};
+use crate::convection::{no_temperature_range, HeatedCavity};
+use crate::walls::{box_problem, temperature_range, Wall, PATCHES};
 use ferroflow_ac::{Implicit, Method, Numerics, Physics, Problem, Relaxation};
 use ferroflow_core::decomposition::Decomposition;
-use ferroflow_core::{Layout, ProblemError, Real};
+use ferroflow_core::{Layout, ProblemError, Real, Side};
 use ferroflow_solver::StopCriteria;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -1012,16 +1012,8 @@ impl Case {
     /// walls' temperatures.
     pub fn heated_cavity(&self) -> Result<HeatedCavity, ProblemError> {
         let ph = &self.physics;
-        let temperatures = self.walls()?.into_iter().filter_map(|w| w.temperature);
-        let hot = temperatures.clone().fold(f64::NEG_INFINITY, f64::max);
-        let delta_t = hot - temperatures.fold(f64::INFINITY, f64::min);
-        if delta_t <= 0.0 {
-            return Err(ProblemError::key(
-                "boundary",
-                "the Boussinesq model needs isothermal walls (thermal = \"isothermal\") of at \
-                 least two temperatures: the hottest minus the coldest is ΔT",
-            ));
-        }
+        let (cold, hot) = temperature_range(&self.walls()?).ok_or_else(no_temperature_range)?;
+        let delta_t = hot - cold;
         match ph.inputs {
             Inputs::Nondimensional => {
                 if self.mesh.length != 1.0 {
@@ -1097,26 +1089,25 @@ impl Case {
     /// at rest).
     pub fn classic(&self) -> Option<Classic> {
         let walls = self.walls().ok()?;
-        let rest = |w: &Wall| *w == Wall::REST;
-        let others_rest = |skip: &[usize]| {
-            (0..walls.len())
-                .filter(|s| !skip.contains(s))
-                .all(|s| rest(&walls[s]))
+        let others_rest = |skip: &[Side]| {
+            (Side::ALL.iter().zip(&walls))
+                .filter(|(s, _)| !skip.contains(s))
+                .all(|(_, w)| *w == Wall::REST)
         };
         match self.physics.model {
             Model::Incompressible => {
-                let lid = walls[3];
+                let lid = walls[Side::YHi as usize];
                 (self.mesh.length == 1.0
                     && lid.velocity == [1.0, 0.0, 0.0]
                     && lid.temperature.is_none()
-                    && others_rest(&[3]))
+                    && others_rest(&[Side::YHi]))
                 .then_some(Classic::LidDrivenCavity)
             }
             Model::Boussinesq => {
-                let (hot, cold) = (walls[0], walls[1]);
+                let (hot, cold) = (walls[Side::XLo as usize], walls[Side::XHi as usize]);
                 let heated =
                     matches!((hot.temperature, cold.temperature), (Some(h), Some(c)) if h > c);
-                (heated && !hot.moves() && !cold.moves() && others_rest(&[0, 1]))
+                (heated && !hot.moves() && !cold.moves() && others_rest(&[Side::XLo, Side::XHi]))
                     .then_some(Classic::HeatedCavity)
             }
         }
