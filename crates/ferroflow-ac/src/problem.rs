@@ -169,7 +169,7 @@ impl<R: Real> Problem<R> {
             });
         }
         if let Method::Implicit(imp) = numerics.method {
-            if !(imp.cfl > 0.0) {
+            if imp.cfl.is_nan() || imp.cfl <= 0.0 {
                 return Err(ProblemError::OutOfRange {
                     name: "numerics.implicit_cfl",
                     value: imp.cfl,

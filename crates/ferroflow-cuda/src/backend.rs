@@ -87,6 +87,12 @@ impl<R: Real> CudaBackend<R> {
         problem: &Problem<R>,
         options: &CudaOptions,
     ) -> Result<CudaBackend<R>, BackendError> {
+        if let ferroflow_ac::Method::Implicit(_) = problem.numerics.method {
+            return Err(BackendError::NotSuitable {
+                backend: "cuda",
+                what: "numerics.method = \"implicit\" (the CPU backend has it)".into(),
+            });
+        }
         let precision = Scalar::of::<R>().ok_or_else(|| BackendError::NotSuitable {
             backend: "cuda",
             what: format!("real type {}", R::NAME),

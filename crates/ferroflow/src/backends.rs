@@ -4,7 +4,7 @@ use crate::world::World;
 use crate::Failure;
 use ferroflow_ac::cpu::CpuBackend;
 use ferroflow_ac::Decomposed;
-use ferroflow_ac::Problem;
+use ferroflow_ac::{Method, Problem};
 use ferroflow_cases::case::{BackendKind, BackendSpec, Exchange, ParallelSpec};
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, BackendError, ProblemError, Real};
@@ -196,6 +196,32 @@ fn choose<R: Real, T: Transport<R> + Clone + 'static>(
     transport: T,
     world: &World,
 ) -> Result<Chosen<R>, Failure> {
+    if let Method::Implicit(_) = problem.numerics.method {
+        // The implicit relaxation exists on the CPU, for one block, so far.
+        if decomposition.count() > 1 {
+            return Err(Failure::input(format!(
+                "numerics.method = \"implicit\" relaxes one block only so far: the grid is cut \
+                 into {} blocks (parallel.blocks, parallel.count, --blocks or MPI processes); \
+                 use one block or numerics.method = \"explicit\"",
+                decomposition.count()
+            )));
+        }
+        return match spec.kind {
+            BackendKind::Cuda => Err(Failure::input(
+                "numerics.method = \"implicit\" runs on the CPU backend only so far: use \
+                 --backend cpu (or auto) or numerics.method = \"explicit\"",
+            )),
+            BackendKind::Cpu | BackendKind::Auto => {
+                let (b, line) = cpu(problem, spec, decomposition, transport, world)
+                    .map_err(Failure::runtime)?;
+                let note = match spec.kind {
+                    BackendKind::Auto => " (auto: the implicit method runs on the CPU only)",
+                    _ => "",
+                };
+                Ok((b, format!("{line}{note}")))
+            }
+        };
+    }
     match spec.kind {
         BackendKind::Cpu => {
             cpu(problem, spec, decomposition, transport, world).map_err(Failure::runtime)

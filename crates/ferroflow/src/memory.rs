@@ -3,7 +3,7 @@
 //! and `ferroflow check` reports both.
 use crate::Failure;
 use ferroflow_ac::Problem;
-use ferroflow_cases::case::{BackendKind, Precision};
+use ferroflow_cases::case::{BackendKind, MethodKind, Precision};
 use ferroflow_cases::Case;
 use ferroflow_core::{Layout, ProblemError, Real, MIN_NODES};
 use std::fs;
@@ -35,7 +35,7 @@ impl StateSize {
     /// initial state; on the CPU the two buffers iterated between (a GPU holds those itself;
     /// its free memory is checked when the backend starts); with several blocks the driver's
     /// copy of the initial state; and at checkpoints and at the end a downloaded state and
-    /// its encoding. Counted in u128, which no grid that fits the address space overflows.
+    /// its encoding; the implicit relaxation's arrays. Counted in u128, which no grid that fits the address space overflows.
     pub fn of(case: &Case, equations: usize, blocks: usize) -> Result<StateSize, ProblemError> {
         let layout = Layout::new(case.mesh.dim, case.nodes()?);
         let on_cpu = case.backend.kind == BackendKind::Cpu;
@@ -44,10 +44,23 @@ impl StateSize {
             Precision::F64 => 8,
             Precision::F32 => 4,
         };
+        // The implicit relaxation's arrays (CPU): the continuity residual and the explicit
+        // step's rate in the state's precision; the right-hand side, two increment buffers and
+        // ten frozen operator values per node in its own.
+        let relaxation = match case.numerics.method {
+            MethodKind::Explicit => 0,
+            MethodKind::Implicit => {
+                let own: u128 = match case.numerics.implicit_precision {
+                    Precision::F64 => 8,
+                    Precision::F32 => 4,
+                };
+                2 * width + (3 * equations as u128 + 10) * own
+            }
+        };
         Ok(StateSize {
             copies,
             values: layout.len,
-            bytes: (copies * equations) as u128 * layout.len as u128 * width,
+            bytes: ((copies * equations) as u128 * width + relaxation) * layout.len as u128,
         })
     }
 

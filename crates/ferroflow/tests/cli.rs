@@ -1418,3 +1418,39 @@ fn bdc_defaults_stay_bounded_on_513_squared() {
         assert!(bounded(&t), "{ra}");
     }
 }
+
+#[test]
+fn the_implicit_method_runs_on_one_cpu_block_and_says_where_it_cannot() {
+    let tmp = TempDir::new().unwrap();
+    let implicit = ["--set", "numerics.method=\"implicit\""];
+    let (code, err) = stderr_of(
+        ferroflow(tmp.path())
+            .args(["run", "-q", "--set", "mesh.nodes=[33,33]", "--out", "imp"])
+            .args(implicit),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let out = tmp.path().join("imp");
+    // The explicit scheme needs 15,751 iterations here.
+    let iterations = summary(&out)["iterations"].as_u64().unwrap();
+    assert!(iterations < 1000, "{iterations}");
+    let resolved = fs::read_to_string(out.join("case.resolved.toml")).unwrap();
+    assert!(resolved.contains("method = \"implicit\""), "{resolved}");
+    // Not yet on blocks or GPUs: bad input, named, nothing written.
+    for (args, names) in [
+        (["--blocks", "2,1"], "relaxes one block only"),
+        (["--backend", "cuda"], "runs on the CPU backend only"),
+    ] {
+        let (code, err) = stderr_of(
+            ferroflow(tmp.path())
+                .args(["run", "-q", "--out", "refused"])
+                .args(args)
+                .args(implicit),
+        );
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("numerics.method = \"implicit\"") && err.contains(names),
+            "{err}"
+        );
+        assert!(!tmp.path().join("refused/summary.json").exists());
+    }
+}

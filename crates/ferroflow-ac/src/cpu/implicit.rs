@@ -6,8 +6,9 @@
 //! A is I / Δτ_imp plus, per axis d, the central convection and pressure couplings split by the
 //! spectral radius λ_d (Yoon–Jameson: the neighbour blocks (B_d ∓ λ_d I) / 2h, the node's own
 //! block Σ λ_d / h_d), plus the viscous and thermal Laplacians; B_d and λ_d are taken at the
-//! node, so each row of A depends on its own node's state only. T is split by |u_d|, its own
-//! wave speed. At a wall, velocity (and T of an isothermal wall) is fixed, so its increment is
+//! node, so each row of A depends on its own node's state only. T is split by λ_d as well:
+//! with its own wave speed |u_d| the coarse buoyant cavities (cell Péclet numbers of 3 and
+//! more) did not converge. At a wall, velocity (and T of an isothermal wall) is fixed, so its increment is
 //! zero; the extrapolated wall pressure moves with the node next to it, so a wall neighbour's
 //! pressure increment is the node's own (folded into the node's block); so is T at an
 //! adiabatic wall.
@@ -38,6 +39,11 @@ const INV_DIAG_P: usize = 7;
 const INV_DIAG_U: usize = 8;
 const INV_DIAG_T: usize = 9;
 const FROZEN: usize = 10;
+
+/// Per-row sums: one per equation, then these.
+const SUM_RP: usize = V;
+const SUM_W: usize = V + 1;
+const SUMS: usize = V + 2;
 
 /// Rows of tiles along the axes a Gauss–Seidel wavefront crosses: 2D tiles are this many
 /// nodes in x by rows in y, 3D tiles rows in y by planes in z (whole x lines).
@@ -80,7 +86,9 @@ impl<S: Real> Op<S> {
             visc_diag: S::of(2.0 * nu * sum_h2),
             therm_diag: S::of(2.0 * alpha * sum_h2),
             inv_cfl_imp: S::of(1.0 / (problem.numerics.cfl * imp.cfl)),
-            buoyancy: problem.energy.map_or([S::zero(); 3], |e| e.buoyancy.map(S::of)),
+            buoyancy: problem
+                .energy
+                .map_or([S::zero(); 3], |e| e.buoyancy.map(S::of)),
         }
     }
 }
@@ -129,8 +137,8 @@ pub(crate) struct Relaxer<R, S> {
     frozen: Fields<S>,
     delta: Fields<S>,
     previous: Fields<S>,
-    /// Per row: residual sums of squares (momentum, energy), Σ R_p, Σ 1 / Δτ.
-    row_sums: Vec<[f64; V + 1]>,
+    /// Per row: residual sums of squares per equation, then Σ R_p and Σ 1 / Δτ.
+    row_sums: Vec<[f64; SUMS]>,
     /// Gauss–Seidel tiles, grouped in wavefronts that may run in parallel.
     waves: Vec<Vec<Tile>>,
 }
@@ -266,10 +274,9 @@ unsafe fn relax_node<S: Real, const D: usize, const E: bool>(
         su[d] = su[d] + op.inv_2h_rho[d] * (p_hi - p_lo);
         wall_p[d] = op.inv_2h_rho[d] * (S::of(w.hi[d] as u8 as f64) - S::of(w.lo[d] as u8 as f64));
         if E {
-            let ab = b.abs();
             st_t = st_t
-                + (b - ab - op.alpha_h2[d]) * hi.get(1 + D, o + s)
-                + (-b - ab - op.alpha_h2[d]) * lo.get(1 + D, o - s);
+                + (b - a - op.alpha_h2[d]) * hi.get(1 + D, o + s)
+                + (-b - a - op.alpha_h2[d]) * lo.get(1 + D, o - s);
         }
     }
     let mut out = [S::zero(); V];
@@ -317,7 +324,7 @@ impl<R: Real, S: Real> Relaxer<R, S> {
             frozen: Fields::zeros(l, FROZEN),
             delta: Fields::zeros(l, eq),
             previous: Fields::zeros(l, eq),
-            row_sums: vec![[0.0; V + 1]; interior_rows(&l)],
+            row_sums: vec![[0.0; SUMS]; interior_rows(&l)],
             waves: wavefronts(&l),
         }
     }
@@ -399,7 +406,7 @@ impl<R: Real, S: Real> Relaxer<R, S> {
         let equations = 1 + D + E as usize;
         // SAFETY (all writes below): each row, and so each node, is one task's.
         for_rows(&l, &mut self.row_sums, |j, k, start, count, sums| {
-            *sums = [0.0; V + 1];
+            *sums = [0.0; SUMS];
             for x in 0..count {
                 let o = start + x;
                 let n = node_residual::<R, D, SRC, E>(c, l.stride, q, src, o);
@@ -408,8 +415,8 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                     resid.set(0, o, n.r[0]);
                     resid.set(1, o, w);
                 }
-                sums[V - 1] += n.r[0].f64();
-                sums[V] += w.f64();
+                sums[SUM_RP] += n.r[0].f64();
+                sums[SUM_W] += w.f64();
                 for v in 1..equations {
                     sums[v] += n.r[v].f64() * n.r[v].f64();
                     unsafe { rhs.set(v, o, S::of(n.r[v].f64())) };
@@ -419,7 +426,7 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                 }
                 let walls = sides.at([x + 1, j, k], D);
                 let pseudo = S::of(w.f64()) * op.inv_cfl_imp;
-                let (mut sum_lh, mut sum_uh) = (S::zero(), S::zero());
+                let mut sum_lh = S::zero();
                 let (mut wall_lh, mut adiabatic) = (S::zero(), S::zero());
                 for d in 0..D {
                     let lam = S::of(n.lam[d].f64());
@@ -430,7 +437,6 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                     }
                     sum_lh = sum_lh + lam * op.inv_h[d];
                     let b = u * op.inv_2h[d];
-                    sum_uh = sum_uh + b.abs() + b.abs();
                     for (is_wall, side, sign) in [
                         (walls.lo[d], 2 * d, -S::one()),
                         (walls.hi[d], 2 * d + 1, S::one()),
@@ -447,7 +453,7 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                     frozen.set(BETA2, o, S::of(n.beta2.f64()));
                     frozen.set(INV_DIAG_P, o, S::one() / (pseudo + sum_lh - wall_lh));
                     frozen.set(INV_DIAG_U, o, S::one() / (pseudo + sum_lh + op.visc_diag));
-                    let diag_t = pseudo + sum_uh + op.therm_diag + adiabatic;
+                    let diag_t = pseudo + sum_lh + op.therm_diag + adiabatic;
                     frozen.set(INV_DIAG_T, o, S::one() / diag_t);
                 }
             }
@@ -458,8 +464,8 @@ impl<R: Real, S: Real> Relaxer<R, S> {
             let mut eq = [0.0; V];
             eq[1..equations].copy_from_slice(&s[1..equations]);
             total.add_sums(&eq[..equations]);
-            sum_rp += s[V - 1];
-            sum_w += s[V];
+            sum_rp += s[SUM_RP];
+            sum_w += s[SUM_W];
         }
         // The continuity residual projected off the uniform pressure mode, and its norm.
         let gauge = R::of(sum_rp / sum_w);
@@ -530,7 +536,14 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                         // SAFETY: a node of one colour reads only nodes of the other.
                         par_lines(&l, |j, k| unsafe {
                             let first = 1 + (colour + j + k + 1) % 2;
-                            relax_line::<S, D, E>(&cx, j, k, (first..l.n[0] - 1).step_by(2), &nb, cur)
+                            relax_line::<S, D, E>(
+                                &cx,
+                                j,
+                                k,
+                                (first..l.n[0] - 1).step_by(2),
+                                &nb,
+                                cur,
+                            )
                         });
                     }
                 }

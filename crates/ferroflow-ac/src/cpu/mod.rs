@@ -9,9 +9,9 @@ mod step;
 
 use crate::iteration::{iterate, AcKernels};
 use crate::{BlockBackend, Coefficients, Method, Problem, SideBc};
-use implicit::Relaxer;
 use ferroflow_core::decomposition::Face;
 use ferroflow_core::{Backend, BackendError, Fields, Real, Residuals};
+use implicit::Relaxer;
 use rayon::prelude::*;
 use std::sync::Arc;
 

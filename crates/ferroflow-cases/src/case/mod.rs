@@ -597,9 +597,7 @@ fn check_writable(text: &str, origin: &str, case: &Case) -> Result<(), CaseError
     fn non_finite(value: &toml::Value, path: &str) -> Option<(String, f64)> {
         match value {
             // The one key where infinity means something: no pseudo-time term.
-            toml::Value::Float(x) if *x == f64::INFINITY && path == "numerics.implicit_cfl" => {
-                None
-            }
+            toml::Value::Float(x) if *x == f64::INFINITY && path == "numerics.implicit_cfl" => None,
             toml::Value::Float(x) if !x.is_finite() => Some((path.to_string(), *x)),
             toml::Value::Array(items) => items.iter().find_map(|v| non_finite(v, path)),
             toml::Value::Table(t) => t.iter().find_map(|(k, v)| {
