@@ -436,7 +436,7 @@ impl<'a, R: Real> Session<'a, R> {
                     let early = throttle.is_some_and(|(at, cost): (Instant, Duration)| {
                         at.elapsed() < CHECKPOINT_COST_FACTOR * cost
                     });
-                    if !p.last && !world.any(!early) {
+                    if !p.ending && !world.any(!early) {
                         return Ok(Flow::Continue);
                     }
                     let start = Instant::now();
