@@ -55,6 +55,8 @@ pub struct Progress<'a> {
     pub elapsed: f64,
     /// The run ends at this check by itself: converged, or at the iteration limit.
     pub last: bool,
+    /// The run ends at this check, by itself or because an earlier callback stopped it.
+    pub ending: bool,
 }
 
 impl Progress<'_> {
@@ -379,15 +381,17 @@ impl Simulation {
         start: Instant,
         last: bool,
     ) -> Result<bool, RunError<E>> {
-        let progress = Progress {
-            sim: self,
-            elapsed: start.elapsed().as_secs_f64(),
-            last,
-        };
+        let elapsed = start.elapsed().as_secs_f64();
         let mut stop = false;
         for (c, next) in callbacks.iter_mut().zip(next) {
             let ending = (last || stop) && c.schedule.at_end();
             if ending || c.schedule.due_while_running(self.iteration, next) {
+                let progress = Progress {
+                    sim: self,
+                    elapsed,
+                    last,
+                    ending: last || stop,
+                };
                 stop |= (c.call)(&progress, backend).map_err(RunError::Callback)? == Flow::Stop;
                 *next = c.schedule.next_after(self.iteration);
             }
