@@ -11,6 +11,7 @@ pub mod blocks;
 mod coefficients;
 pub mod cpu;
 mod decomposed;
+pub mod implicit;
 pub mod iteration;
 mod limits;
 mod problem;

@@ -12,10 +12,9 @@
 // after the velocity, its transport and its buoyancy in the momentum equations) make four
 // entry points, of which a build holds the one WITH_SOURCE and WITH_ENERGY select; without
 // them the code is that of the flow alone.
-#include "ac_formulas.cuh"
+#include "ac_residual.cuh"
 
 #define BLOCK_THREADS (BLOCK_X * BLOCK_Y * BLOCK_Z)
-#define MAX_EQUATIONS (2 + DIM)
 
 static_assert(DIM == 2 || DIM == 3, "DIM is 2 or 3");
 static_assert(DIM == 3 || BLOCK_Z == 1, "2D thread blocks are flat");
@@ -29,25 +28,6 @@ static_assert(!TILE || (DIM == 3 && BLOCK_Z == 1), "plane tiles are for flat 3D 
 // How far the stencil reaches along an axis: p's fourth difference, two nodes each way (the
 // other variables reach one).
 #define REACH 2
-
-// Per-run constants in the run's precision: ferroflow-core's Coefficients, field for field
-// (tests/mirror.rs checks the order).
-struct Coeffs {
-    real_t inv_h[3];
-    real_t inv_2h[3];
-    real_t inv_h2[3];
-    real_t nu;
-    real_t inv_rho;
-    real_t cfl;
-    real_t inv_cfl;
-    real_t c4;
-    real_t beta2_min;
-    real_t viscous_rate;
-    real_t inv_4nu;
-    real_t alpha;
-    real_t t_ref;
-    real_t buoyancy[3];
-};
 
 // A box of nodes [lo, hi) per axis.
 struct Region {
@@ -203,21 +183,6 @@ __device__ __forceinline__ RingItem ring_item(const Vars& cur, const Grid& g, co
 }
 #endif
 
-// Convection u.grad(q) and Laplacian of the transported variable `v` (a velocity component or
-// T), which is `centre` at the node: the twin of `transport` in step.rs.
-template <class N>
-__device__ __forceinline__ void transport(const Coeffs& c, const N& nb, int v,
-                                          const real_t vel[DIM], real_t centre, real_t& conv,
-                                          real_t& lap) {
-    conv = 0;
-    lap = 0;
-    for (int d = 0; d < DIM; ++d) {
-        const real_t lo = nb.at(v, d, -1), hi = nb.at(v, d, 1);
-        conv = conv + vel[d] * central_difference(lo, hi, c.inv_2h[d]);
-        lap = lap + second_difference(lo, centre, hi, c.inv_h2[d]);
-    }
-}
-
 // The new p and T of a node (T unused without the energy equation).
 struct Updated {
     real_t p;
@@ -232,54 +197,25 @@ __device__ __forceinline__ Updated update_node(const Coeffs& c, const N& nb, con
                                             real_t p_shift, int norms,
                                             double sums[MAX_EQUATIONS]) {
     real_t vel[DIM];
-    real_t speed2 = 0;
-    for (int d = 0; d < DIM; ++d) {
-        vel[d] = z.q[d][1];
-        speed2 = speed2 + vel[d] * vel[d];
-    }
-    const real_t beta2 = local_beta2(speed2, c.beta2_min);
-    const real_t pc = z.p[2];
-    real_t sum_lh = 0, sum_l2 = 0, diss = 0, div = 0;
-    for (int d = 0; d < DIM; ++d) {
-        const real_t lam = spectral_radius(vel[d], beta2);
-        const real_t lh = lam * c.inv_h[d];
-        sum_lh = sum_lh + lh;
-        sum_l2 = sum_l2 + lam * lam;
-        const real_t d4 = fourth_difference(nb.at(0, d, -2), nb.at(0, d, -1), pc,
-                                            nb.at(0, d, 1), nb.at(0, d, 2));
-        diss = diss + lh * d4;
-        div = div + central_difference(nb.at(1 + d, d, -1), nb.at(1 + d, d, 1), c.inv_2h[d]);
-    }
-    const real_t rate = time_step_rate(sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
-    const real_t dt = c.cfl / rate;
-    real_t rp = -beta2 * div - c.c4 * diss;
-    if (SRC) rp = rp + load(src.v[0], o);
-    Updated u = {pc + dt * rp - p_shift, (real_t)0};
+    for (int d = 0; d < DIM; ++d) vel[d] = z.q[d][1];
+    const real_t tc = ENERGY ? z.q[DIM][1] : (real_t)0;
+    const NodeResidual n = node_residual<SRC, ENERGY>(c, nb, vel, z.p[2], tc, src, o);
+    const real_t dt = c.cfl / n.rate;
+    Updated u = {z.p[2] + dt * n.r[0] - p_shift, (real_t)0};
     next.v[0][o] = u.p;
     if (norms) {
         // The norm measures the change of the referenced pressure: a uniform drift (which the
         // reference shift removes) is not a residual.
-        const real_t rp_ref = rp - p_shift * (rate * c.inv_cfl);
+        const real_t rp_ref = n.r[0] - p_shift * (n.rate * c.inv_cfl);
         sums[0] += (double)rp_ref * (double)rp_ref;
     }
-    const real_t tc = ENERGY ? z.q[DIM][1] : (real_t)0;
     for (int m = 0; m < DIM; ++m) {
-        real_t conv, lap;
-        transport(c, nb, 1 + m, vel, vel[m], conv, lap);
-        const real_t grad_p = central_difference(nb.at(0, m, -1), nb.at(0, m, 1), c.inv_2h[m]);
-        real_t r = c.nu * lap - conv - grad_p * c.inv_rho;
-        if (ENERGY) r = r + buoyancy(c.buoyancy[m], tc, c.t_ref);
-        if (SRC) r = r + load(src.v[1 + m], o);
-        if (norms) sums[1 + m] += (double)r * (double)r;
-        next.v[1 + m][o] = vel[m] + dt * r;
+        if (norms) sums[1 + m] += (double)n.r[1 + m] * (double)n.r[1 + m];
+        next.v[1 + m][o] = vel[m] + dt * n.r[1 + m];
     }
     if (ENERGY) {
-        real_t conv, lap;
-        transport(c, nb, 1 + DIM, vel, tc, conv, lap);
-        real_t r = c.alpha * lap - conv;
-        if (SRC) r = r + load(src.v[1 + DIM], o);
-        if (norms) sums[1 + DIM] += (double)r * (double)r;
-        u.t = tc + dt * r;
+        if (norms) sums[1 + DIM] += (double)n.r[1 + DIM] * (double)n.r[1 + DIM];
+        u.t = tc + dt * n.r[1 + DIM];
         next.v[1 + DIM][o] = u.t;
     }
     return u;

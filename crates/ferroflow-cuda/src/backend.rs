@@ -5,6 +5,7 @@
 //! dominates on small grids.
 use crate::compile::{Build, Program, Scalar, Variant};
 use crate::device::{address, Check, Device, GIB};
+use crate::implicit::Relaxer;
 use crate::launch::{
     BoundaryKernel, Coeffs, GridArgs, HaloKernel, NodeBox, ReduceKernel, StepArgs, StepKernel,
 };
@@ -13,7 +14,7 @@ use crate::tune::{self, TuneMode, TuneReport, Tuner};
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaGraph, CudaSlice};
-use ferroflow_ac::iteration::{iterate, AcKernels};
+use ferroflow_ac::iteration::{finish, iterate, AcKernels};
 use ferroflow_ac::{BlockBackend, Problem};
 use ferroflow_core::decomposition::Face;
 use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals};
@@ -74,6 +75,8 @@ pub struct CudaBackend<R: Real> {
     graphs: [Option<Graph>; 2],
     graph_iterations: usize,
     tuning: TuneReport,
+    /// The implicit relaxation, when the problem asks for it.
+    implicit: Option<Relaxer>,
 }
 
 impl<R: Real> CudaBackend<R> {
@@ -87,11 +90,8 @@ impl<R: Real> CudaBackend<R> {
         problem: &Problem<R>,
         options: &CudaOptions,
     ) -> Result<CudaBackend<R>, BackendError> {
-        if let ferroflow_ac::Method::Implicit(_) = problem.numerics.method {
-            return Err(BackendError::NotSuitable {
-                backend: "cuda",
-                what: "numerics.method = \"implicit\" (the CPU backend has it)".into(),
-            });
+        if let ferroflow_ac::Method::Implicit(imp) = &problem.numerics.method {
+            crate::implicit::jacobi_only(imp)?;
         }
         let precision = Scalar::of::<R>().ok_or_else(|| BackendError::NotSuitable {
             backend: "cuda",
@@ -119,6 +119,16 @@ impl<R: Real> CudaBackend<R> {
             function: device.load(device.compile(&build(Program::Reduce))?, "reduce_sums")?,
         };
 
+        let implicit = match problem.numerics.method {
+            ferroflow_ac::Method::Implicit(imp) => Some(Relaxer::new(
+                &device,
+                problem,
+                &imp,
+                precision,
+                options.fmad,
+            )?),
+            ferroflow_ac::Method::Explicit => None,
+        };
         let mut state = State::new(&stream, problem)?;
         let mut args = StepArgs {
             coeffs: Coeffs::new(problem),
@@ -139,8 +149,15 @@ impl<R: Real> CudaBackend<R> {
             cur: state.cur(),
             next: state.next(),
         };
-        let (step, tuning) = tuner.choose(options.tune)?;
-        let norms = Norms::new(&stream, equations, step.blocks())?;
+        // The implicit method does not use the explicit pass: its default shape is not tuned.
+        let tune = if implicit.is_some() {
+            TuneMode::Off
+        } else {
+            options.tune
+        };
+        let (step, tuning) = tuner.choose(tune)?;
+        let blocks = implicit.as_ref().map_or(step.blocks(), Relaxer::blocks);
+        let norms = Norms::new(&stream, equations, blocks)?;
         args.partials = norms.partials(&stream);
         let shifts = stream
             .alloc_zeros::<u8>(std::mem::size_of::<R>())
@@ -163,6 +180,7 @@ impl<R: Real> CudaBackend<R> {
             graphs: [None, None],
             graph_iterations: options.graph_iterations / 2 * 2,
             tuning,
+            implicit,
         })
     }
 
@@ -259,6 +277,18 @@ impl<R: Real> CudaBackend<R> {
             .map_or(0, |f| address(f, &self.device.stream)))
     }
 
+    /// Queues one iteration of the problem's method, with the residual norms when `norms`.
+    fn iteration(&mut self, norms: bool) -> Result<(), BackendError> {
+        let Some(relaxer) = &self.implicit else {
+            return iterate(self, self.own_shift(), norms);
+        };
+        let stream = &self.device.stream;
+        let (cur, next) = (self.state.cur(), self.state.next());
+        let a = &self.args;
+        relaxer.queue(stream, &a.coeffs, &a.grid, &cur, &next, &a.src, &self.norms)?;
+        finish(self, 0, norms)
+    }
+
     /// Runs `graph_iterations` iterations from the graph of the current buffer.
     fn replay(&mut self) -> Result<(), BackendError> {
         let parity = self.state.parity();
@@ -279,8 +309,7 @@ impl<R: Real> CudaBackend<R> {
         stream
             .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             .check("starting a graph capture")?;
-        let captured =
-            (0..self.graph_iterations).try_for_each(|_| iterate(self, self.own_shift(), false));
+        let captured = (0..self.graph_iterations).try_for_each(|_| self.iteration(false));
         // End the capture even after a failed launch, or the stream stays capturing.
         let graph = stream
             .end_capture(CUgraphInstantiate_flags(0))
@@ -311,10 +340,23 @@ fn ensure_memory<R: Real>(device: &Device, problem: &Problem<R>) -> Result<(), B
     } else {
         ""
     };
+    let implicit = match problem.numerics.method {
+        ferroflow_ac::Method::Implicit(imp) => Relaxer::bytes(problem, &imp),
+        ferroflow_ac::Method::Explicit => 0,
+    };
+    let relaxation = if implicit > 0 {
+        format!(
+            "; {:.3} GiB for the implicit relaxation",
+            implicit as f64 / GIB
+        )
+    } else {
+        String::new()
+    };
     device.ensure_free(
-        arrays * array + sums,
+        arrays * array + sums + implicit,
         &format!(
-            "{arrays} arrays of {:.3} GiB: two buffers per variable{source}; residual sums",
+            "{arrays} arrays of {:.3} GiB: two buffers per variable{source}; residual \
+             sums{relaxation}",
             array as f64 / GIB
         ),
     )
@@ -337,9 +379,9 @@ impl<R: Real> Backend for CudaBackend<R> {
             self.replay()?;
         }
         for _ in replays * self.graph_iterations..quiet {
-            iterate(self, self.own_shift(), false)?;
+            self.iteration(false)?;
         }
-        iterate(self, self.own_shift(), true)?;
+        self.iteration(true)?;
         self.residuals()
     }
 
@@ -392,6 +434,9 @@ impl<R: Real> BlockBackend for CudaBackend<R> {
     }
 
     fn step(&mut self, p_shift: R, norms: bool) -> Result<Residuals, BackendError> {
+        if self.implicit.is_some() {
+            return Err(ferroflow_ac::implicit::one_block_only("cuda"));
+        }
         let stream = self.device.stream.clone();
         stream
             .memcpy_htod(bytes(&[p_shift]), &mut self.shifts)

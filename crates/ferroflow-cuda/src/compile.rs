@@ -19,11 +19,15 @@ use std::fmt;
 pub(crate) const REDUCE_THREADS: u32 = 256;
 
 /// Headers the `.cu` files include, resolved here because NVRTC sees no files.
-const HEADERS: [(&str, &str); 2] = [
+const HEADERS: [(&str, &str); 3] = [
     ("prelude.cuh", include_str!("../kernels/prelude.cuh")),
     (
         "ac_formulas.cuh",
         include_str!("../kernels/ac_formulas.cuh"),
+    ),
+    (
+        "ac_residual.cuh",
+        include_str!("../kernels/ac_residual.cuh"),
     ),
 ];
 
@@ -117,6 +121,16 @@ pub enum Program {
         /// The entry point.
         variant: Variant,
     },
+    /// `ac_implicit.cu`: the implicit relaxation's kernels for one dimension and entry point,
+    /// with the operator in precision `implicit`.
+    AcImplicit {
+        /// 2 or 3.
+        dim: usize,
+        /// With source terms and the energy equation.
+        variant: Variant,
+        /// Precision of the operator and the increments.
+        implicit: Scalar,
+    },
     /// `boundary.cu`: wall pressure extrapolation (`fill_walls`) and the packing of block
     /// interfaces (`halo_box`).
     Boundary,
@@ -131,6 +145,7 @@ impl Program {
     pub fn stem(self) -> &'static str {
         match self {
             Program::AcStep { .. } => "ac_step",
+            Program::AcImplicit { .. } => "ac_implicit",
             Program::Boundary => "boundary",
             Program::Reduce => "reduce",
             Program::Copy => "copy",
@@ -140,6 +155,7 @@ impl Program {
     fn text(self) -> &'static str {
         match self {
             Program::AcStep { .. } => include_str!("../kernels/ac_step.cu"),
+            Program::AcImplicit { .. } => include_str!("../kernels/ac_implicit.cu"),
             Program::Boundary => include_str!("../kernels/boundary.cu"),
             Program::Reduce => include_str!("../kernels/reduce.cu"),
             Program::Copy => include_str!("../kernels/copy.cu"),
@@ -188,6 +204,10 @@ pub struct Build {
 }
 
 impl Build {
+    fn is_implicit(&self) -> bool {
+        matches!(self.program, Program::AcImplicit { .. })
+    }
+
     /// NVRTC options for the architecture `arch` (e.g. `sm_90`).
     pub fn options(&self, arch: &str) -> Vec<String> {
         let mut options = vec![
@@ -200,8 +220,15 @@ impl Build {
             // each, which made the f32 kernel instruction-bound) for the hardware
             // approximations (within 2 ulp). They set the local time step and the spectral
             // radius, not the discrete equations' form; f64 stays IEEE, bitwise as the CPU.
-            format!("--prec-div={}", self.precision == Scalar::F64),
-            format!("--prec-sqrt={}", self.precision == Scalar::F64),
+            // The implicit relaxation divides and takes roots once per node: IEEE there always.
+            format!(
+                "--prec-div={}",
+                self.precision == Scalar::F64 || self.is_implicit()
+            ),
+            format!(
+                "--prec-sqrt={}",
+                self.precision == Scalar::F64 || self.is_implicit()
+            ),
             format!("-DREAL={}", self.precision.c_type()),
             format!("-DGHOST={GHOST}"),
         ];
@@ -224,6 +251,16 @@ impl Build {
                     format!("-DMIN_BLOCKS={}", shape.min_blocks),
                 ]);
             }
+            Program::AcImplicit {
+                dim,
+                variant,
+                implicit,
+            } => options.extend([
+                format!("-DWITH_SOURCE={}", variant.source as u8),
+                format!("-DWITH_ENERGY={}", variant.energy as u8),
+                format!("-DDIM={dim}"),
+                format!("-DIMPL={}", implicit.c_type()),
+            ]),
             Program::Reduce => options.push(format!("-DREDUCE_THREADS={REDUCE_THREADS}")),
             Program::Boundary | Program::Copy => {}
         }
@@ -242,6 +279,14 @@ impl fmt::Display for Build {
         {
             write!(f, ", {}, {dim}D, {shape}", variant.entry())?;
         }
+        if let Program::AcImplicit {
+            dim,
+            variant,
+            implicit,
+        } = self.program
+        {
+            write!(f, ", {dim}D, {variant:?}, operator {implicit:?}")?;
+        }
         write!(f, ", fmad={})", self.fmad)
     }
 }
@@ -258,6 +303,17 @@ pub fn every_build(fmad: bool) -> Vec<Build> {
                     dim,
                     shape,
                     variant,
+                });
+            }
+        }
+    }
+    for dim in [2, 3] {
+        for variant in Variant::ALL {
+            for implicit in Scalar::ALL {
+                programs.push(Program::AcImplicit {
+                    dim,
+                    variant,
+                    implicit,
                 });
             }
         }

@@ -52,6 +52,7 @@ mod bandwidth;
 mod cache;
 pub mod compile;
 mod device;
+mod implicit;
 mod launch;
 mod multi;
 mod peer;

@@ -104,6 +104,9 @@ impl<R: Real> MultiGpu<R> {
         options: &MultiGpuOptions,
     ) -> Result<MultiGpu<R>, BackendError> {
         decomposition.check_grid(&problem.layout, "cuda")?;
+        if let ferroflow_ac::Method::Implicit(_) = problem.numerics.method {
+            return Err(ferroflow_ac::implicit::one_block_only("cuda"));
+        }
         if options.devices.is_empty() {
             return Err(failed("no devices given".into()));
         }

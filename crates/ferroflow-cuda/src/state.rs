@@ -26,13 +26,18 @@ pub(crate) fn bytes_mut<R: Real>(values: &mut [R]) -> &mut [u8] {
 }
 
 /// One array per variable on the device.
-struct Arrays {
+pub(crate) struct Arrays {
     slices: Vec<CudaSlice<u8>>,
-    vars: Vars,
+    pub vars: Vars,
 }
 
 impl Arrays {
-    fn new(stream: &Arc<CudaStream>, count: usize, bytes: usize) -> Result<Arrays, BackendError> {
+    /// `count` arrays of `bytes` bytes, zeroed.
+    pub fn new(
+        stream: &Arc<CudaStream>,
+        count: usize,
+        bytes: usize,
+    ) -> Result<Arrays, BackendError> {
         let mut vars = Vars::default();
         let mut slices = Vec::with_capacity(count);
         for v in 0..count {

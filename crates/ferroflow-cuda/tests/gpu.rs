@@ -4,7 +4,7 @@
 //! and tuning that leaves the state alone. They need a GPU, so `cargo test` ignores them; run
 //! with `--ignored` (scripts/gpu-check.sh does) they fail where no GPU is usable.
 use ferroflow_ac::cpu::CpuBackend;
-use ferroflow_ac::{Numerics, Problem, SideBc};
+use ferroflow_ac::{Implicit, Method, Numerics, Problem, Relaxation, SideBc};
 use ferroflow_cases::convection::HeatedCavity;
 use ferroflow_cases::{cavity, mms::Manufactured};
 use ferroflow_core::{Backend, Fields, Real, Residuals};
@@ -189,6 +189,66 @@ fn manufactured_f64_with_energy_matches_the_cpu() {
     let (two, three) = (manufactured_energy::<f64>(2), manufactured_energy::<f64>(3));
     matches_cpu("mms energy 2D f64", &two, &untuned(), 1e-10);
     matches_cpu("mms energy 3D f64", &three, &untuned(), 1e-10);
+}
+
+/// `problem` relaxed implicitly by Jacobi sweeps, the operator in f32 (`single`) or f64.
+fn jacobi<R: Real>(mut problem: Problem<R>, single: bool) -> Problem<R> {
+    problem.numerics.method = Method::Implicit(Implicit {
+        relaxation: Relaxation::Jacobi,
+        sweeps: 5,
+        cfl: 10.0,
+        single,
+    });
+    problem
+}
+
+#[test]
+#[ignore = "needs a GPU: run with --ignored, see README.md or scripts/gpu-check.sh"]
+fn implicit_jacobi_is_bitwise_the_cpu_in_f64() {
+    gpu();
+    let mut adiabatic_x = heated::<f64>(3);
+    adiabatic_x.sides[0] = SideBc::AdiabaticWall;
+    adiabatic_x.sides[1] = SideBc::AdiabaticWall;
+    let problems = [
+        ("cavity 2D", cavity::<f64>(2)),
+        ("cavity 3D", cavity::<f64>(3)),
+        ("mms 2D", manufactured::<f64>(2)),
+        ("heated 2D", heated::<f64>(2)),
+        ("heated 3D", heated::<f64>(3)),
+        ("adiabatic x walls 3D", adiabatic_x),
+        ("mms energy 3D", manufactured_energy::<f64>(3)),
+    ];
+    for single in [false, true] {
+        for (label, problem) in &problems {
+            let label = format!(
+                "{label} implicit jacobi, operator f{}",
+                if single { 32 } else { 64 }
+            );
+            let problem = jacobi(problem.clone(), single);
+            let mut cpu = CpuBackend::new(&problem, 0).unwrap();
+            let mut gpu = CudaBackend::new(&problem, &untuned()).unwrap();
+            let chunks = [1, 20, 29];
+            let (cpu_res, cpu_state) = run(&mut cpu, &chunks);
+            let (gpu_res, gpu_state) = run(&mut gpu, &chunks);
+            assert!(
+                gpu_state.first_non_finite().is_none(),
+                "{label}: not finite"
+            );
+            let names = problem.variable_names();
+            let rel = field_differences(&label, names, &cpu_state, &gpu_state);
+            assert!(cpu_state == gpu_state, "{label}: states differ ({rel:?})");
+            // The norms add in another order.
+            assert!(residual_difference(&label, &cpu_res, &gpu_res) < 1e-12);
+            // Graphs replay the same launches.
+            let direct = CudaOptions {
+                graph_iterations: 0,
+                ..untuned()
+            };
+            let mut plain = CudaBackend::new(&problem, &direct).unwrap();
+            let (_, plain_state) = run(&mut plain, &[50]);
+            assert!(plain_state == gpu_state, "{label}: graphs change the state");
+        }
+    }
 }
 
 #[test]

@@ -28,7 +28,12 @@ fn kernel_coefficients_match_the_host_struct() {
             .map(|l| l.trim())
             .filter(|l| !l.starts_with("//"))
             .filter_map(|l| l.trim_start_matches("pub ").split([':', '[', ';']).next())
-            .map(|f| f.trim_start_matches("real_t ").trim().to_string())
+            .map(|f| {
+                let f = f
+                    .trim_start_matches("real_t ")
+                    .trim_start_matches("impl_t ");
+                f.trim().to_string()
+            })
             .filter(|f| !f.is_empty())
             .collect()
     };
@@ -37,10 +42,26 @@ fn kernel_coefficients_match_the_host_struct() {
         "pub struct Coefficients<R> {",
     );
     let device = block(
-        &read(crates.join("ferroflow-cuda/kernels/ac_step.cu")),
+        &read(crates.join("ferroflow-cuda/kernels/ac_residual.cuh")),
         "struct Coeffs {",
     );
-    assert_eq!(host, device, "Coefficients and ac_step.cu's Coeffs differ");
+    assert_eq!(
+        host, device,
+        "Coefficients and ac_residual.cuh's Coeffs differ"
+    );
+    let host = block(
+        &read(crates.join("ferroflow-ac/src/implicit.rs")),
+        "pub struct ImplicitCoefficients<S> {",
+    );
+    let device = block(
+        &read(crates.join("ferroflow-cuda/kernels/ac_implicit.cu")),
+        "struct ImplCoeffs {",
+    );
+    assert!(host.len() >= 9, "{host:?}");
+    assert_eq!(
+        host, device,
+        "ImplicitCoefficients and ac_implicit.cu's differ"
+    );
 }
 
 #[test]

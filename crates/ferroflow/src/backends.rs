@@ -197,7 +197,8 @@ fn choose<R: Real, T: Transport<R> + Clone + 'static>(
     world: &World,
 ) -> Result<Chosen<R>, Failure> {
     if let Method::Implicit(_) = problem.numerics.method {
-        // The implicit relaxation exists on the CPU, for one block, so far.
+        // The implicit relaxation relaxes one block, so far (on the GPU by Jacobi sweeps only,
+        // which the CUDA backend checks: auto then falls back to the CPU and says why).
         if decomposition.count() > 1 {
             return Err(Failure::input(format!(
                 "numerics.method = \"implicit\" relaxes one block only so far: the grid is cut \
@@ -206,21 +207,6 @@ fn choose<R: Real, T: Transport<R> + Clone + 'static>(
                 decomposition.count()
             )));
         }
-        return match spec.kind {
-            BackendKind::Cuda => Err(Failure::input(
-                "numerics.method = \"implicit\" runs on the CPU backend only so far: use \
-                 --backend cpu (or auto) or numerics.method = \"explicit\"",
-            )),
-            BackendKind::Cpu | BackendKind::Auto => {
-                let (b, line) = cpu(problem, spec, decomposition, transport, world)
-                    .map_err(Failure::runtime)?;
-                let note = match spec.kind {
-                    BackendKind::Auto => " (auto: the implicit method runs on the CPU only)",
-                    _ => "",
-                };
-                Ok((b, format!("{line}{note}")))
-            }
-        };
     }
     match spec.kind {
         BackendKind::Cpu => {
@@ -229,9 +215,11 @@ fn choose<R: Real, T: Transport<R> + Clone + 'static>(
         // Asking for a GPU where there is none is bad input; a GPU failing is not.
         BackendKind::Cuda => {
             cuda(problem, spec, parallel, decomposition, transport).map_err(|e| match e {
-                BackendError::Unavailable { .. } => Failure::input(format!(
-                    "backend.kind = \"cuda\": {e}; use --backend cpu or auto"
-                )),
+                BackendError::Unavailable { .. } | BackendError::NotSuitable { .. } => {
+                    Failure::input(format!(
+                        "backend.kind = \"cuda\": {e}; use --backend cpu or auto"
+                    ))
+                }
                 e => Failure::runtime(e),
             })
         }

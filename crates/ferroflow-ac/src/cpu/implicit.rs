@@ -19,19 +19,10 @@
 //! state where that vanishes is the explicit scheme's fixed point, so both converge to the
 //! same answer, and its norm is the continuity residual this method reports.
 use super::step::{at, interior_rows, node_residual, V};
+use crate::implicit::{ImplicitCoefficients as Op, LaneSum};
 use crate::{Coefficients, Implicit, Problem, Relaxation, SideBc};
-use ferroflow_core::{BackendError, Fields, Layout, Real, Residuals};
+use ferroflow_core::{Fields, Layout, Real, Residuals};
 use rayon::prelude::*;
-
-/// The error of a decomposed run asking for the implicit method: blocks are not coupled in
-/// the relaxation yet.
-pub(crate) fn one_block_only() -> BackendError {
-    BackendError::NotSuitable {
-        backend: "cpu",
-        what: "numerics.method = \"implicit\" on a grid cut into blocks (one block only so far)"
-            .into(),
-    }
-}
 
 /// Frozen per-node quantities: λ_d and u_d per axis, then these.
 const BETA2: usize = 6;
@@ -50,48 +41,6 @@ const SUMS: usize = V + 2;
 const TILE_X: usize = 64;
 const TILE_ROWS: usize = 16;
 const TILE_PLANES: usize = 8;
-
-/// Per-run constants of the operator in the implicit precision.
-#[derive(Clone, Copy)]
-struct Op<S> {
-    inv_h: [S; 3],
-    inv_2h: [S; 3],
-    /// ν / h² and α / h² per axis.
-    nu_h2: [S; 3],
-    alpha_h2: [S; 3],
-    /// 1 / (2 h ρ): the pressure gradient's coupling.
-    inv_2h_rho: [S; 3],
-    /// 2 ν Σ 1 / h² and 2 α Σ 1 / h².
-    visc_diag: S,
-    therm_diag: S,
-    /// 1 / (cfl · cfl_imp): turns the explicit step's rate into 1 / Δτ_imp (0: infinite).
-    inv_cfl_imp: S,
-    buoyancy: [S; 3],
-}
-
-impl<S: Real> Op<S> {
-    fn new<R: Real>(problem: &Problem<R>, imp: &Implicit) -> Op<S> {
-        let h = problem.spacing;
-        let dim = problem.layout.dim;
-        let nu = problem.physics.viscosity;
-        let alpha = problem.energy.map_or(0.0, |e| e.diffusivity);
-        let sum_h2: f64 = h[..dim].iter().map(|h| 1.0 / (h * h)).sum();
-        let rho = problem.physics.density;
-        Op {
-            inv_h: h.map(|h| S::of(1.0 / h)),
-            inv_2h: h.map(|h| S::of(0.5 / h)),
-            nu_h2: h.map(|h| S::of(nu / (h * h))),
-            alpha_h2: h.map(|h| S::of(alpha / (h * h))),
-            inv_2h_rho: h.map(|h| S::of(0.5 / (h * rho))),
-            visc_diag: S::of(2.0 * nu * sum_h2),
-            therm_diag: S::of(2.0 * alpha * sum_h2),
-            inv_cfl_imp: S::of(1.0 / (problem.numerics.cfl * imp.cfl)),
-            buoyancy: problem
-                .energy
-                .map_or([S::zero(); 3], |e| e.buoyancy.map(S::of)),
-        }
-    }
-}
 
 /// Which sides of the node at (i, j, k) are walls next to it: `lo[d]`, `hi[d]`.
 #[derive(Clone, Copy)]
@@ -409,6 +358,7 @@ impl<R: Real, S: Real> Relaxer<R, S> {
         // SAFETY (all writes below): each row, and so each node, is one task's.
         for_rows(&l, &mut self.row_sums, |j, k, start, count, sums| {
             *sums = [0.0; SUMS];
+            let (mut sum_rp, mut sum_w) = (LaneSum::default(), LaneSum::default());
             for x in 0..count {
                 let o = start + x;
                 let n = node_residual::<R, D, SRC, E>(c, l.stride, q, src, o);
@@ -417,8 +367,8 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                     resid.set(0, o, n.r[0]);
                     resid.set(1, o, w);
                 }
-                sums[SUM_RP] += n.r[0].f64();
-                sums[SUM_W] += w.f64();
+                sum_rp.add(x, n.r[0].f64());
+                sum_w.add(x, w.f64());
                 for v in 1..equations {
                     sums[v] += n.r[v].f64() * n.r[v].f64();
                     unsafe { rhs.set(v, o, S::of(n.r[v].f64())) };
@@ -459,18 +409,22 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                     frozen.set(INV_DIAG_T, o, S::one() / diag_t);
                 }
             }
+            sums[SUM_RP] = sum_rp.total();
+            sums[SUM_W] = sum_w.total();
         });
         let mut total = Residuals::zeros(equations, l.interior_nodes());
-        let (mut sum_rp, mut sum_w) = (0.0, 0.0);
-        for s in &self.row_sums {
+        let (mut sum_rp, mut sum_w) = (LaneSum::default(), LaneSum::default());
+        for (r, s) in self.row_sums.iter().enumerate() {
             let mut eq = [0.0; V];
             eq[1..equations].copy_from_slice(&s[1..equations]);
             total.add_sums(&eq[..equations]);
-            sum_rp += s[SUM_RP];
-            sum_w += s[SUM_W];
+            sum_rp.add(r, s[SUM_RP]);
+            sum_w.add(r, s[SUM_W]);
         }
-        // The continuity residual projected off the uniform pressure mode, and its norm.
-        let gauge = R::of(sum_rp / sum_w);
+        // The continuity residual projected off the uniform pressure mode, and its norm. The
+        // sums go in lanes (`LaneSum`): a GPU adds them the same way, so the gauge, which
+        // enters the state, has the same bits on both.
+        let gauge = R::of(sum_rp.total() / sum_w.total());
         let (resid_p, inv_dt) = (&self.resid_p, &self.inv_dt);
         let rhs_p: Ptrs<S, 1> = Ptrs::of(&mut self.rhs.vars[..1]);
         for_rows(&l, &mut self.row_sums, |_, _, start, count, sums| {

@@ -196,7 +196,7 @@ impl<R: Real> BlockBackend for CpuBackend<R> {
     /// The fused pass computes the residual sums anyway: `norms` changes nothing here.
     fn step(&mut self, p_shift: R, _norms: bool) -> Result<Residuals, BackendError> {
         if self.implicit.is_some() {
-            return Err(implicit::one_block_only());
+            return Err(crate::implicit::one_block_only("cpu"));
         }
         iterate(self, p_shift, true)?;
         Ok(self.residuals.clone())

@@ -275,7 +275,8 @@ pub const KEYS: [KeyDoc; 44] = [
         "How each pseudo-time iteration advances the state: `explicit`, one local pseudo-time \
          step (seed 000's scheme); `implicit`, the delta form A ΔQ = R(Q) with the same \
          residual R, relaxed against a frozen first-order approximation A of its Jacobian \
-         (seed 003; CPU backend, one block). Both converge to the same answer",
+         (seed 003; one block, on the CPU or, relaxed by Jacobi sweeps, on a GPU). Both \
+         converge to the same answer",
     ),
     key(
         "numerics.relaxation",
@@ -284,8 +285,9 @@ pub const KEYS: [KeyDoc; 44] = [
         "`\"sgs\"`, `\"jacobi\"`, `\"red-black\"`, `\"line\"`",
         "Relaxation of the implicit system (method `implicit`): symmetric Gauss–Seidel \
          (lexicographic; one sweep is LU-SGS), Jacobi, red–black Gauss–Seidel, or Gauss–Seidel \
-         along x and Jacobi across. Every order is fixed by the grid: results do not depend on \
-         the thread count",
+         along x and Jacobi across (the GPU runs `jacobi`). Every order is fixed by the grid: \
+         results do not depend on the thread count. Jacobi and red–black need a finite \
+         `implicit_cfl` (no pseudo-time term leaves their checkerboard mode undamped)",
     ),
     key(
         "numerics.sweeps",
@@ -293,7 +295,8 @@ pub const KEYS: [KeyDoc; 44] = [
         "sweeps",
         ">= 1",
         "Relaxation sweeps per iteration (method `implicit`); a symmetric Gauss–Seidel sweep \
-         (forward and backward) counts once",
+         (forward and backward) counts once, a red–black sweep after the first relaxes one \
+         colour more",
     ),
     key(
         "numerics.implicit_cfl",

@@ -1,0 +1,134 @@
+//! What every backend's implicit relaxation (seed 003) starts from: the operator's per-run
+//! constants in the implicit precision, and the order in which the pressure gauge's sums are
+//! added, so that a GPU sums in parallel and still rounds exactly as the CPU.
+use crate::{Implicit, Problem};
+use ferroflow_core::{BackendError, Real};
+
+/// The error of a decomposed run asking for the implicit method on `backend`: blocks are not
+/// coupled in the relaxation yet.
+pub fn one_block_only(backend: &'static str) -> BackendError {
+    BackendError::NotSuitable {
+        backend,
+        what: "numerics.method = \"implicit\" on a grid cut into blocks (one block only so far)"
+            .into(),
+    }
+}
+
+/// Per-run constants of the implicit operator A in the implicit precision `S`, computed in
+/// f64 and rounded once. `#[repr(C)]`: the CUDA kernels receive it by value as their
+/// `ImplCoeffs` struct.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ImplicitCoefficients<S> {
+    /// 1 / h per axis.
+    pub inv_h: [S; 3],
+    /// 1 / 2h per axis.
+    pub inv_2h: [S; 3],
+    /// ν / h² per axis.
+    pub nu_h2: [S; 3],
+    /// α / h² per axis.
+    pub alpha_h2: [S; 3],
+    /// 1 / (2 h ρ): the pressure gradient's coupling.
+    pub inv_2h_rho: [S; 3],
+    /// 2 ν Σ 1 / h².
+    pub visc_diag: S,
+    /// 2 α Σ 1 / h².
+    pub therm_diag: S,
+    /// 1 / cfl_imp: turns the explicit local step's 1 / Δτ into 1 / Δτ_imp (0: infinite).
+    pub inv_cfl_imp: S,
+    /// −β_T g⃗ per axis.
+    pub buoyancy: [S; 3],
+}
+
+impl<S: Real> ImplicitCoefficients<S> {
+    /// The constants of `problem` relaxed as `imp` says.
+    pub fn new<R: Real>(problem: &Problem<R>, imp: &Implicit) -> ImplicitCoefficients<S> {
+        let h = problem.spacing;
+        let dim = problem.layout.dim;
+        let nu = problem.physics.viscosity;
+        let alpha = problem.energy.map_or(0.0, |e| e.diffusivity);
+        let sum_h2: f64 = h[..dim].iter().map(|h| 1.0 / (h * h)).sum();
+        let rho = problem.physics.density;
+        ImplicitCoefficients {
+            inv_h: h.map(|h| S::of(1.0 / h)),
+            inv_2h: h.map(|h| S::of(0.5 / h)),
+            nu_h2: h.map(|h| S::of(nu / (h * h))),
+            alpha_h2: h.map(|h| S::of(alpha / (h * h))),
+            inv_2h_rho: h.map(|h| S::of(0.5 / (h * rho))),
+            visc_diag: S::of(2.0 * nu * sum_h2),
+            therm_diag: S::of(2.0 * alpha * sum_h2),
+            inv_cfl_imp: S::of(1.0 / imp.cfl),
+            buoyancy: problem
+                .energy
+                .map_or([S::zero(); 3], |e| e.buoyancy.map(S::of)),
+        }
+    }
+}
+
+/// Lanes of a [`LaneSum`]: a GPU warp.
+pub const LANES: usize = 32;
+
+/// A sum of a sequence in a fixed order that a warp of [`LANES`] threads reproduces: lane
+/// l adds items l, l + 32, l + 64, … in turn, then the lanes are added pairwise in a tree
+/// (lane l takes lane l + s for s = 16, 8, 4, 2, 1, as `__shfl_down_sync` does). The gauge of
+/// the pressure mode is such a sum over each row's nodes, then over the rows.
+#[derive(Debug, Clone, Copy)]
+pub struct LaneSum([f64; LANES]);
+
+impl Default for LaneSum {
+    fn default() -> LaneSum {
+        LaneSum([0.0; LANES])
+    }
+}
+
+impl LaneSum {
+    /// Adds item `index` of the sequence (items arrive in increasing order).
+    #[inline(always)]
+    pub fn add(&mut self, index: usize, x: f64) {
+        self.0[index % LANES] += x;
+    }
+
+    /// The sum.
+    pub fn total(mut self) -> f64 {
+        let mut s = LANES / 2;
+        while s > 0 {
+            for l in 0..s {
+                self.0[l] += self.0[l + s];
+            }
+            s /= 2;
+        }
+        self.0[0]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lane_sums_add_in_lanes_then_a_tree() {
+        let xs: Vec<f64> = (0..100).map(|i| 1.0 / (i as f64 + 1.0)).collect();
+        let mut s = LaneSum::default();
+        for (i, x) in xs.iter().enumerate() {
+            s.add(i, *x);
+        }
+        let mut lanes = [0.0; LANES];
+        for (i, x) in xs.iter().enumerate() {
+            lanes[i % LANES] += x;
+        }
+        let tree = |a: &[f64]| -> f64 {
+            fn go(a: &[f64]) -> f64 {
+                // Lane l + s joins lane l: halves added elementwise, recursively.
+                if a.len() == 1 {
+                    return a[0];
+                }
+                let h = a.len() / 2;
+                let b: Vec<f64> = (0..h).map(|l| a[l] + a[l + h]).collect();
+                go(&b)
+            }
+            go(a)
+        };
+        assert_eq!(s.total().to_bits(), tree(&lanes).to_bits());
+        assert!((s.total() - xs.iter().sum::<f64>()).abs() < 1e-13);
+    }
+}

@@ -1,0 +1,319 @@
+//! The implicit relaxation on the device (kernels/ac_implicit.cu): its arrays, and one
+//! iteration queued on the stream without host round trips (so CUDA graphs capture it like the
+//! explicit pass). Jacobi sweeps only: the relaxation whose nodes are all independent.
+use crate::compile::{Build, Program, Scalar, Variant};
+use crate::device::{address, Check, Device};
+use crate::launch::{GridArgs, Vars};
+use crate::state::{Arrays, Norms};
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+};
+use ferroflow_ac::implicit::ImplicitCoefficients;
+use ferroflow_ac::{Implicit, Problem, Relaxation, SideBc};
+use ferroflow_core::{BackendError, Layout, Real};
+use std::sync::Arc;
+
+/// Thread-block shape of the per-node kernels (`IMPLICIT_X`, `IMPLICIT_Y` in ac_implicit.cu).
+const BLOCK: (u32, u32) = (32, 8);
+/// Threads per block of the flat kernels.
+const FLAT: u32 = 256;
+/// Frozen operator arrays per node (`FROZEN`).
+const FROZEN: usize = 10;
+
+/// The operator's constants in either precision, passed by value.
+#[derive(Clone, Copy)]
+enum Op {
+    F32(ImplicitCoefficients<f32>),
+    F64(ImplicitCoefficients<f64>),
+}
+
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+struct OpArg<S>(ImplicitCoefficients<S>);
+// SAFETY: a `#[repr(C)]` struct of f32 or f64 (`ImplCoeffs` in ac_implicit.cu).
+unsafe impl DeviceRepr for OpArg<f32> {}
+unsafe impl DeviceRepr for OpArg<f64> {}
+
+/// The frozen operator's arrays (`Frozen` in ac_implicit.cu).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct FrozenArgs {
+    v: [CUdeviceptr; FROZEN],
+}
+// SAFETY: a C struct of device pointers.
+unsafe impl DeviceRepr for FrozenArgs {}
+
+/// The kernels and arrays of one block's implicit relaxation.
+pub(crate) struct Relaxer {
+    residual: CudaFunction,
+    rows: CudaFunction,
+    gauge_sum: CudaFunction,
+    project: CudaFunction,
+    jacobi: CudaFunction,
+    update: CudaFunction,
+    op: Op,
+    sweeps: usize,
+    /// Walls per side (bits 0–5) and adiabatic walls (bits 6–11).
+    sides: i32,
+    layout: Layout,
+    equations: usize,
+    p_ref: i64,
+    /// Continuity residual and 1 / Δτ in the state's precision, one sum pair per row, and the
+    /// gauge.
+    resid_p: CudaSlice<u8>,
+    inv_dt: CudaSlice<u8>,
+    row_sums: CudaSlice<f64>,
+    gauge: CudaSlice<u8>,
+    /// Right-hand side, frozen operator (two sets of five arrays) and the two increment
+    /// buffers, in the operator's precision.
+    rhs: Arrays,
+    frozen: [Arrays; 2],
+    delta: [Arrays; 2],
+    /// Blocks of the per-node kernels, whose residual partial sums [`Norms`] adds up.
+    grid: (u32, u32, u32),
+}
+
+/// The relaxation a GPU can run, or why not.
+pub(crate) fn jacobi_only(imp: &Implicit) -> Result<(), BackendError> {
+    match imp.relaxation {
+        Relaxation::Jacobi => Ok(()),
+        other => Err(BackendError::NotSuitable {
+            backend: "cuda",
+            what: format!(
+                "numerics.relaxation = \"{}\" (the GPU relaxes with \"jacobi\"; the CPU has \
+                 the others)",
+                match other {
+                    Relaxation::Sgs => "sgs",
+                    Relaxation::RedBlack => "red-black",
+                    Relaxation::Line => "line",
+                    Relaxation::Jacobi => "jacobi",
+                }
+            ),
+        }),
+    }
+}
+
+impl Relaxer {
+    /// Device arrays the relaxation adds, in bytes, for `problem`'s layout.
+    pub fn bytes<R: Real>(problem: &Problem<R>, imp: &Implicit) -> usize {
+        let s = if imp.single { 4 } else { 8 };
+        let eq = problem.equations();
+        problem.layout.len * (2 * std::mem::size_of::<R>() + s * (3 * eq + FROZEN))
+    }
+
+    /// Compiles the kernels and allocates the arrays of `problem`'s implicit relaxation.
+    pub fn new<R: Real>(
+        device: &Device,
+        problem: &Problem<R>,
+        imp: &Implicit,
+        precision: Scalar,
+        fmad: bool,
+    ) -> Result<Relaxer, BackendError> {
+        let layout = problem.layout;
+        let implicit = if imp.single { Scalar::F32 } else { Scalar::F64 };
+        let cubin = device.compile(&Build {
+            program: Program::AcImplicit {
+                dim: layout.dim,
+                variant: Variant::new(problem.source.is_some(), problem.energy.is_some()),
+                implicit,
+            },
+            precision,
+            fmad,
+        })?;
+        let load = |name| device.load(cubin.clone(), name);
+        let stream = &device.stream;
+        let mut sides = 0;
+        for (s, bc) in problem.sides.iter().enumerate() {
+            if *bc != SideBc::Interface {
+                sides |= 1 << s;
+            }
+            if *bc == SideBc::AdiabaticWall && problem.energy.is_some() {
+                sides |= 1 << (6 + s);
+            }
+        }
+        let eq = problem.equations();
+        let real = layout.len * std::mem::size_of::<R>();
+        let imp_bytes = layout.len * implicit.bytes();
+        let rows = (layout.n[1] - 2) * if layout.dim == 3 { layout.n[2] - 2 } else { 1 };
+        let zeros = |bytes: usize| -> Result<CudaSlice<u8>, BackendError> {
+            stream
+                .alloc_zeros::<u8>(bytes)
+                .check("allocating the implicit relaxation's arrays")
+        };
+        let planes = if layout.dim == 3 { layout.n[2] - 2 } else { 1 };
+        if planes > 65535 {
+            return Err(BackendError::NotSuitable {
+                backend: "cuda",
+                what: format!(
+                    "the implicit relaxation on {} planes (65535 at most)",
+                    planes
+                ),
+            });
+        }
+        let grid = (
+            ((layout.n[0] - 2) as u32).div_ceil(BLOCK.0),
+            ((layout.n[1] - 2) as u32).div_ceil(BLOCK.1),
+            planes as u32,
+        );
+        Ok(Relaxer {
+            residual: load("implicit_residual")?,
+            rows: load("implicit_rows")?,
+            gauge_sum: load("implicit_gauge")?,
+            project: load("implicit_project")?,
+            jacobi: load("implicit_jacobi")?,
+            update: load("implicit_update")?,
+            op: if imp.single {
+                Op::F32(ImplicitCoefficients::new(problem, imp))
+            } else {
+                Op::F64(ImplicitCoefficients::new(problem, imp))
+            },
+            sweeps: imp.sweeps,
+            sides,
+            layout,
+            equations: eq,
+            p_ref: problem.pressure_ref_offset() as i64,
+            resid_p: zeros(real)?,
+            inv_dt: zeros(real)?,
+            row_sums: stream
+                .alloc_zeros::<f64>(2 * rows)
+                .check("allocating the implicit relaxation's arrays")?,
+            gauge: zeros(std::mem::size_of::<R>())?,
+            rhs: Arrays::new(stream, eq, imp_bytes)?,
+            frozen: [
+                Arrays::new(stream, FROZEN / 2, imp_bytes)?,
+                Arrays::new(stream, FROZEN / 2, imp_bytes)?,
+            ],
+            delta: [
+                Arrays::new(stream, eq, imp_bytes)?,
+                Arrays::new(stream, eq, imp_bytes)?,
+            ],
+            grid,
+        })
+    }
+
+    /// Residual partial sums per equation: one per block of the per-node kernels.
+    pub fn blocks(&self) -> usize {
+        let (x, y, z) = self.grid;
+        x as usize * y as usize * z as usize
+    }
+
+    /// Queues one iteration from the state `cur` into `next` (interior and ghosts; the walls
+    /// are left to `fill_walls`), with the residual partial sums into `norms`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn queue<R: Real>(
+        &self,
+        stream: &Arc<CudaStream>,
+        coeffs: &crate::launch::Coeffs<R>,
+        grid: &GridArgs,
+        cur: &Vars,
+        next: &Vars,
+        src: &Vars,
+        norms: &Norms,
+    ) -> Result<(), BackendError> {
+        let per_node = LaunchConfig {
+            grid_dim: self.grid,
+            block_dim: (BLOCK.0, BLOCK.1, 1),
+            shared_mem_bytes: 0,
+        };
+        let flat = |n: usize| LaunchConfig {
+            grid_dim: ((n as u32).div_ceil(FLAT), 1, 1),
+            block_dim: (FLAT, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let ptr = |s: &CudaSlice<u8>| address(s, stream);
+        let (resid_p, inv_dt, gauge) = (ptr(&self.resid_p), ptr(&self.inv_dt), ptr(&self.gauge));
+        let row_sums = address(&self.row_sums, stream);
+        let partials = norms.partials(stream);
+        let [f0, f1] = &self.frozen;
+        let mut frozen = FrozenArgs { v: [0; FROZEN] };
+        frozen.v[..5].copy_from_slice(&f0.vars.v);
+        frozen.v[5..].copy_from_slice(&f1.vars.v);
+        let (op32, op64) = match self.op {
+            Op::F32(op) => (Some(OpArg(op)), None),
+            Op::F64(op) => (None, Some(OpArg(op))),
+        };
+        // Pushes the operator's constants in their precision.
+        macro_rules! op {
+            ($launch:expr) => {
+                match (&op32, &op64) {
+                    (Some(op), _) => $launch.arg(op),
+                    (_, Some(op)) => $launch.arg(op),
+                    _ => unreachable!("one precision"),
+                }
+            };
+        }
+
+        let mut launch = stream.launch_builder(&self.residual);
+        launch.arg(coeffs);
+        op!(launch);
+        launch
+            .arg(grid)
+            .arg(cur)
+            .arg(src)
+            .arg(&self.sides)
+            .arg(&resid_p)
+            .arg(&inv_dt)
+            .arg(&self.rhs.vars)
+            .arg(&frozen)
+            .arg(&self.delta[0].vars)
+            .arg(&partials);
+        // SAFETY (every launch here): the arguments match the kernel's parameters in order and
+        // type; every array holds the layout's nodes and ghosts, the stencils reach two nodes
+        // past the interior, and `partials` holds equations × blocks values.
+        unsafe { launch.launch(per_node) }.check("launching implicit_residual")?;
+
+        let rows = self.row_sums.len() / 2;
+        let mut launch = stream.launch_builder(&self.rows);
+        launch.arg(grid).arg(&resid_p).arg(&inv_dt).arg(&row_sums);
+        let warps = FLAT as usize / 32;
+        unsafe { launch.launch(flat(rows.div_ceil(warps) * FLAT as usize)) }
+            .check("launching implicit_rows")?;
+
+        let count = rows as i64;
+        let mut launch = stream.launch_builder(&self.gauge_sum);
+        launch.arg(&row_sums).arg(&count).arg(&gauge);
+        let one_warp = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { launch.launch(one_warp) }.check("launching implicit_gauge")?;
+
+        let mut launch = stream.launch_builder(&self.project);
+        launch
+            .arg(grid)
+            .arg(&resid_p)
+            .arg(&inv_dt)
+            .arg(&gauge)
+            .arg(&self.rhs.vars.v[0])
+            .arg(&partials);
+        unsafe { launch.launch(per_node) }.check("launching implicit_project")?;
+
+        for sweep in 0..self.sweeps {
+            let mut launch = stream.launch_builder(&self.jacobi);
+            op!(launch);
+            launch
+                .arg(grid)
+                .arg(&self.sides)
+                .arg(&self.rhs.vars)
+                .arg(&frozen)
+                .arg(&self.delta[sweep % 2].vars)
+                .arg(&self.delta[1 - sweep % 2].vars);
+            unsafe { launch.launch(per_node) }.check("launching implicit_jacobi")?;
+        }
+
+        let len = self.layout.len as i64;
+        let vars = self.equations as i32;
+        let mut launch = stream.launch_builder(&self.update);
+        launch
+            .arg(&len)
+            .arg(&vars)
+            .arg(cur)
+            .arg(next)
+            .arg(&self.delta[self.sweeps % 2].vars)
+            .arg(&self.p_ref);
+        unsafe { launch.launch(flat(self.layout.len)) }.check("launching implicit_update")?;
+        Ok(())
+    }
+}
