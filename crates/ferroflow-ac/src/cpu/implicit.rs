@@ -487,8 +487,11 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                         x_hi: cur,
                         across: cur,
                     };
+                    // Sweeps alternate the colour order, so a sweep after the first starts with
+                    // the colour the one before ended with: relaxing it again from the same
+                    // other-colour values gives the same bits, and is skipped.
                     let colours = if forward { [0, 1] } else { [1, 0] };
-                    for colour in colours {
+                    for &colour in &colours[(sweep > 0) as usize..] {
                         // SAFETY: a node of one colour reads only nodes of the other.
                         par_lines(&l, |j, k| unsafe {
                             let first = 1 + (colour + j + k + 1) % 2;
