@@ -31,11 +31,4 @@ for c in "cavity2d-re100 [129,129]" "cavity2d-re1000 [129,129]" "cavity2d-re1000
   run "$1" "$2" "" "$1"
   run "$1" "$2" "$imp" "$1"
 done
-# The relaxations and the implicit precision on the 129^2 Re = 1000 cavity.
-for m in "--set numerics.sweeps=1" "--set numerics.sweeps=2" \
-         "--set numerics.implicit_precision=\"f64\"" \
-         "--set numerics.relaxation=\"jacobi\" --set numerics.sweeps=16 --set numerics.implicit_cfl=100" \
-         "--set numerics.relaxation=\"line\"" \
-         "--set numerics.relaxation=\"red-black\" --set numerics.sweeps=2 --set numerics.implicit_cfl=100"; do
-  run cavity2d-re1000 "[129,129]" "$imp $m" cavity2d-re1000
-done
+# The relaxations and the implicit precision compared: scripts/implicit-study.sh.
