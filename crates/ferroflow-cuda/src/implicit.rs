@@ -20,6 +20,10 @@ const BLOCK: (u32, u32) = (32, 8);
 const FLAT: u32 = 256;
 /// Frozen operator arrays per node (`FROZEN`).
 const FROZEN: usize = 10;
+/// Thread-block width of `implicit_jacobi_twice` (`FUSED_X`; its height `FUSED_Y` is 16 with
+/// the operator in f32, 8 in f64) and the planes a 3D block marches (`FUSED_PLANES`).
+const FUSED_X: u32 = 32;
+const FUSED_PLANES: usize = 16;
 
 /// The operator's constants in either precision, passed by value.
 #[derive(Clone, Copy)]
@@ -51,6 +55,7 @@ pub(crate) struct Relaxer {
     gauge_sum: CudaFunction,
     project: CudaFunction,
     jacobi: CudaFunction,
+    jacobi_twice: CudaFunction,
     update: CudaFunction,
     op: Op,
     sweeps: usize,
@@ -72,6 +77,8 @@ pub(crate) struct Relaxer {
     delta: [Arrays; 2],
     /// Blocks of the per-node kernels, whose residual partial sums [`Norms`] adds up.
     grid: (u32, u32, u32),
+    /// Launch of `implicit_jacobi_twice`.
+    twice: LaunchConfig,
 }
 
 /// The relaxation a GPU can run, or why not.
@@ -156,12 +163,23 @@ impl Relaxer {
             ((layout.n[1] - 2) as u32).div_ceil(BLOCK.1),
             planes as u32,
         );
+        let fused_y = if imp.single { 16 } else { 8 };
+        let twice = LaunchConfig {
+            grid_dim: (
+                ((layout.n[0] - 2) as u32).div_ceil(FUSED_X - 2),
+                ((layout.n[1] - 2) as u32).div_ceil(fused_y - 2),
+                planes.div_ceil(if layout.dim == 3 { FUSED_PLANES } else { 1 }) as u32,
+            ),
+            block_dim: (FUSED_X, fused_y, 1),
+            shared_mem_bytes: 0,
+        };
         Ok(Relaxer {
             residual: load("implicit_residual")?,
             rows: load("implicit_rows")?,
             gauge_sum: load("implicit_gauge")?,
             project: load("implicit_project")?,
             jacobi: load("implicit_jacobi")?,
+            jacobi_twice: load("implicit_jacobi_twice")?,
             update: load("implicit_update")?,
             op: if imp.single {
                 Op::F32(ImplicitCoefficients::new(problem, imp))
@@ -189,6 +207,7 @@ impl Relaxer {
                 Arrays::new(stream, eq, imp_bytes)?,
             ],
             grid,
+            twice,
         })
     }
 
@@ -290,17 +309,26 @@ impl Relaxer {
             .arg(&partials);
         unsafe { launch.launch(per_node) }.check("launching implicit_project")?;
 
-        for sweep in 0..self.sweeps {
-            let mut launch = stream.launch_builder(&self.jacobi);
+        // Two sweeps per launch while two are left, from one buffer into the other.
+        let (mut from, mut left) = (0, self.sweeps);
+        while left > 0 {
+            let (function, config, done) = if left >= 2 {
+                (&self.jacobi_twice, self.twice, 2)
+            } else {
+                (&self.jacobi, per_node, 1)
+            };
+            let mut launch = stream.launch_builder(function);
             op!(launch);
             launch
                 .arg(grid)
                 .arg(&self.sides)
                 .arg(&self.rhs.vars)
                 .arg(&frozen)
-                .arg(&self.delta[sweep % 2].vars)
-                .arg(&self.delta[1 - sweep % 2].vars);
-            unsafe { launch.launch(per_node) }.check("launching implicit_jacobi")?;
+                .arg(&self.delta[from].vars)
+                .arg(&self.delta[1 - from].vars);
+            unsafe { launch.launch(config) }.check("launching implicit_jacobi")?;
+            from = 1 - from;
+            left -= done;
         }
 
         let len = self.layout.len as i64;
@@ -311,7 +339,7 @@ impl Relaxer {
             .arg(&vars)
             .arg(cur)
             .arg(next)
-            .arg(&self.delta[self.sweeps % 2].vars)
+            .arg(&self.delta[from].vars)
             .arg(&self.p_ref);
         unsafe { launch.launch(flat(self.layout.len)) }.check("launching implicit_update")?;
         Ok(())
