@@ -1,7 +1,7 @@
 //! What every backend's implicit relaxation (seed 003) starts from: the operator's per-run
 //! constants in the implicit precision, and the order in which the pressure gauge's sums are
 //! added, so that a GPU sums in parallel and still rounds exactly as the CPU.
-use crate::{Implicit, Problem};
+use crate::{Problem, Relax};
 use ferroflow_core::{BackendError, Real};
 
 /// The error of a decomposed run asking for the implicit method on `backend`: blocks are not
@@ -42,7 +42,7 @@ pub struct ImplicitCoefficients<S> {
 
 impl<S: Real> ImplicitCoefficients<S> {
     /// The constants of `problem` relaxed as `imp` says.
-    pub fn new<R: Real>(problem: &Problem<R>, imp: &Implicit) -> ImplicitCoefficients<S> {
+    pub fn new<R: Real>(problem: &Problem<R>, imp: &Relax) -> ImplicitCoefficients<S> {
         let h = problem.spacing;
         let dim = problem.layout.dim;
         let nu = problem.physics.viscosity;
@@ -104,6 +104,30 @@ impl LaneSum {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Implicit, Relaxation};
+
+    #[test]
+    fn backends_fill_in_what_a_case_leaves_unset() {
+        let auto = Implicit::default();
+        let cpu = auto.on(false);
+        assert_eq!((cpu.relaxation, cpu.sweeps), (Relaxation::Sgs, 4));
+        assert!(cpu.cfl.is_infinite());
+        let gpu = auto.on(true);
+        assert_eq!(
+            (gpu.relaxation, gpu.sweeps, gpu.cfl),
+            (Relaxation::Jacobi, 64, 320.0)
+        );
+        // What a case sets stays, on both.
+        let set = Implicit {
+            relaxation: Some(Relaxation::Line),
+            sweeps: Some(3),
+            ..Implicit::default()
+        };
+        for gpu in [false, true] {
+            let r = set.on(gpu);
+            assert_eq!((r.relaxation, r.sweeps, r.cfl), (Relaxation::Line, 3, 80.0));
+        }
+    }
 
     #[test]
     fn lane_sums_add_in_lanes_then_a_tree() {

@@ -21,4 +21,6 @@ pub use coefficients::Coefficients;
 pub use decomposed::Decomposed;
 pub use iteration::AcKernels;
 pub use limits::{OutOfBounds, Unresolvable, BOUND_MARGIN};
-pub use problem::{Energy, Implicit, Method, Numerics, Physics, Problem, Relaxation, SideBc};
+pub use problem::{
+    Energy, Implicit, Method, Numerics, Physics, Problem, Relax, Relaxation, SideBc,
+};

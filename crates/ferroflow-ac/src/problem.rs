@@ -34,18 +34,51 @@ pub enum Method {
     Implicit(Implicit),
 }
 
-/// Settings of the implicit relaxation.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Settings of the implicit relaxation as a case asks for them: what it leaves unset (`None`)
+/// the backend decides ([`Implicit::on`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Implicit {
-    /// How A ΔQ = R is relaxed.
-    pub relaxation: Relaxation,
-    /// Sweeps per iteration (a symmetric sweep counts once).
-    pub sweeps: usize,
+    /// How A ΔQ = R is relaxed; unset: symmetric Gauss–Seidel on a CPU, Jacobi on a GPU.
+    pub relaxation: Option<Relaxation>,
+    /// Sweeps per iteration (a symmetric sweep counts once); unset: the relaxation's default.
+    pub sweeps: Option<usize>,
     /// CFL number of the pseudo-time term I / Δτ_imp of A, as a multiple of the explicit local
-    /// step: Δτ_imp = cfl × Δτ. Infinite: no pseudo-time term (Newton-like).
-    pub cfl: f64,
+    /// step: Δτ_imp = cfl × Δτ. Infinite: no pseudo-time term (Newton-like). Unset: the
+    /// relaxation's default.
+    pub cfl: Option<f64>,
     /// Precision of the operator and the relaxation (the residual and the state keep theirs).
     pub single: bool,
+}
+
+/// The implicit relaxation a backend runs: [`Implicit`] with everything decided.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Relax {
+    /// How A ΔQ = R is relaxed.
+    pub relaxation: Relaxation,
+    /// Sweeps per iteration.
+    pub sweeps: usize,
+    /// Δτ_imp / Δτ (infinite: no pseudo-time term).
+    pub cfl: f64,
+    /// Operator and relaxation in f32.
+    pub single: bool,
+}
+
+impl Implicit {
+    /// The relaxation a CPU (`gpu` false) or a GPU runs for these settings.
+    pub fn on(&self, gpu: bool) -> Relax {
+        let relaxation = self.relaxation.unwrap_or(if gpu {
+            Relaxation::Jacobi
+        } else {
+            Relaxation::Sgs
+        });
+        let (sweeps, cfl) = relaxation.defaults();
+        Relax {
+            relaxation,
+            sweeps: self.sweeps.unwrap_or(sweeps),
+            cfl: self.cfl.unwrap_or(cfl),
+            single: self.single,
+        }
+    }
 }
 
 /// Relaxations of the implicit system. Each visits the nodes in an order fixed by the grid,
@@ -61,6 +94,20 @@ pub enum Relaxation {
     RedBlack,
     /// Gauss–Seidel along x, Jacobi across (direction reversed on every other sweep).
     Line,
+}
+
+impl Relaxation {
+    /// Sweeps and implicit CFL number where a case does not set them: the fastest measured on
+    /// the 2D cavity at Re = 1000 (BENCHMARKS.md; Jacobi and red–black need a finite CFL
+    /// number, line relaxation one and 8 sweeps: at infinity they diverged or stalled).
+    pub fn defaults(self) -> (usize, f64) {
+        match self {
+            Relaxation::Sgs => (4, f64::INFINITY),
+            Relaxation::Jacobi => (64, 320.0),
+            Relaxation::RedBlack => (4, 80.0),
+            Relaxation::Line => (8, 80.0),
+        }
+    }
 }
 
 impl Default for Numerics {
@@ -169,14 +216,14 @@ impl<R: Real> Problem<R> {
             });
         }
         if let Method::Implicit(imp) = numerics.method {
-            if imp.cfl.is_nan() || imp.cfl <= 0.0 {
+            if let Some(cfl) = imp.cfl.filter(|c| c.is_nan() || *c <= 0.0) {
                 return Err(ProblemError::OutOfRange {
                     name: "numerics.implicit_cfl",
-                    value: imp.cfl,
+                    value: cfl,
                     allowed: "> 0 (inf: no pseudo-time term)",
                 });
             }
-            if imp.sweeps == 0 {
+            if imp.sweeps == Some(0) {
                 return Err(ProblemError::OutOfRange {
                     name: "numerics.sweeps",
                     value: 0.0,

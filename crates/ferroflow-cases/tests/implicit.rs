@@ -11,9 +11,9 @@ use ferroflow_solver::{Simulation, StopCriteria};
 
 fn implicit(relaxation: Relaxation, sweeps: usize, cfl: f64, single: bool) -> Method {
     Method::Implicit(Implicit {
-        relaxation,
-        sweeps,
-        cfl,
+        relaxation: Some(relaxation),
+        sweeps: Some(sweeps),
+        cfl: Some(cfl),
         single,
     })
 }

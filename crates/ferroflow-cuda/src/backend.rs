@@ -91,7 +91,7 @@ impl<R: Real> CudaBackend<R> {
         options: &CudaOptions,
     ) -> Result<CudaBackend<R>, BackendError> {
         if let ferroflow_ac::Method::Implicit(imp) = &problem.numerics.method {
-            crate::implicit::jacobi_only(imp)?;
+            crate::implicit::jacobi_only(&imp.on(true))?;
         }
         let precision = Scalar::of::<R>().ok_or_else(|| BackendError::NotSuitable {
             backend: "cuda",
@@ -123,7 +123,7 @@ impl<R: Real> CudaBackend<R> {
             ferroflow_ac::Method::Implicit(imp) => Some(Relaxer::new(
                 &device,
                 problem,
-                &imp,
+                &imp.on(true),
                 precision,
                 options.fmad,
             )?),
@@ -341,7 +341,7 @@ fn ensure_memory<R: Real>(device: &Device, problem: &Problem<R>) -> Result<(), B
         ""
     };
     let implicit = match problem.numerics.method {
-        ferroflow_ac::Method::Implicit(imp) => Relaxer::bytes(problem, &imp),
+        ferroflow_ac::Method::Implicit(imp) => Relaxer::bytes(problem, &imp.on(true)),
         ferroflow_ac::Method::Explicit => 0,
     };
     let relaxation = if implicit > 0 {

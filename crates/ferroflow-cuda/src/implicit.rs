@@ -10,7 +10,7 @@ use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 use ferroflow_ac::implicit::ImplicitCoefficients;
-use ferroflow_ac::{Implicit, Problem, Relaxation, SideBc};
+use ferroflow_ac::{Problem, Relax, Relaxation, SideBc};
 use ferroflow_core::{BackendError, Layout, Real};
 use std::sync::Arc;
 
@@ -82,7 +82,7 @@ pub(crate) struct Relaxer {
 }
 
 /// The relaxation a GPU can run, or why not.
-pub(crate) fn jacobi_only(imp: &Implicit) -> Result<(), BackendError> {
+pub(crate) fn jacobi_only(imp: &Relax) -> Result<(), BackendError> {
     match imp.relaxation {
         Relaxation::Jacobi => Ok(()),
         other => Err(BackendError::NotSuitable {
@@ -103,7 +103,7 @@ pub(crate) fn jacobi_only(imp: &Implicit) -> Result<(), BackendError> {
 
 impl Relaxer {
     /// Device arrays the relaxation adds, in bytes, for `problem`'s layout.
-    pub fn bytes<R: Real>(problem: &Problem<R>, imp: &Implicit) -> usize {
+    pub fn bytes<R: Real>(problem: &Problem<R>, imp: &Relax) -> usize {
         let s = if imp.single { 4 } else { 8 };
         let eq = problem.equations();
         problem.layout.len * (2 * std::mem::size_of::<R>() + s * (3 * eq + FROZEN))
@@ -113,7 +113,7 @@ impl Relaxer {
     pub fn new<R: Real>(
         device: &Device,
         problem: &Problem<R>,
-        imp: &Implicit,
+        imp: &Relax,
         precision: Scalar,
         fmad: bool,
     ) -> Result<Relaxer, BackendError> {

@@ -194,9 +194,9 @@ fn manufactured_f64_with_energy_matches_the_cpu() {
 /// `problem` relaxed implicitly by Jacobi sweeps, the operator in f32 (`single`) or f64.
 fn jacobi<R: Real>(mut problem: Problem<R>, single: bool) -> Problem<R> {
     problem.numerics.method = Method::Implicit(Implicit {
-        relaxation: Relaxation::Jacobi,
-        sweeps: 5,
-        cfl: 10.0,
+        relaxation: Some(Relaxation::Jacobi),
+        sweeps: Some(5),
+        cfl: Some(10.0),
         single,
     });
     problem

@@ -92,11 +92,12 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
         let b = CudaBackend::new(problem, &options)?;
         let t = b.tuning();
         let line = format!(
-            "cuda on {}, launch shape {} ({:?}, {:.2} s)",
+            "cuda on {}, launch shape {} ({:?}, {:.2} s){}",
             b.device_name(),
             t.chosen,
             t.source,
-            t.seconds
+            t.seconds,
+            relaxation_note(problem, true)
         );
         return Ok((Box::new(b), line));
     }
@@ -154,7 +155,11 @@ fn cpu<R: Real, T: Transport<R> + 'static>(
     })?;
     if decomposition.count() == 1 {
         let b = CpuBackend::new(problem, threads)?;
-        let line = format!("cpu, {} threads", b.threads());
+        let line = format!(
+            "cpu, {} threads{}",
+            b.threads(),
+            relaxation_note(problem, false)
+        );
         return Ok((Box::new(b), line));
     }
     let pool = Arc::new(ferroflow_cpu::pool(threads)?);
@@ -168,6 +173,24 @@ fn cpu<R: Real, T: Transport<R> + 'static>(
     );
     let line = cut_line("cpu", b.decomposition(), &detail, processes);
     Ok((Box::new(b), line))
+}
+
+/// What the implicit method runs on a GPU (`gpu`) or the CPU, for the backend line; nothing
+/// for the explicit method.
+fn relaxation_note<R: Real>(problem: &Problem<R>, gpu: bool) -> String {
+    match problem.numerics.method {
+        Method::Explicit => String::new(),
+        Method::Implicit(imp) => {
+            let r = imp.on(gpu);
+            format!(
+                "; implicit: {:?}, {} sweeps, implicit_cfl {}, operator {}",
+                r.relaxation,
+                r.sweeps,
+                r.cfl,
+                if r.single { "f32" } else { "f64" }
+            )
+        }
+    }
 }
 
 /// The backend `spec` asks for, set up for `problem` cut as `decomposition` says (at least one

@@ -1437,8 +1437,11 @@ fn the_implicit_method_runs_on_one_block_and_says_where_it_cannot() {
     assert!(resolved.contains("method = \"implicit\""), "{resolved}");
     // Not yet on blocks, and only Jacobi sweeps on GPUs: bad input, named, nothing written.
     for (args, names) in [
-        (["--blocks", "2,1"], "numerics.method = \"implicit\""),
-        (["--backend", "cuda"], "numerics.relaxation = \"sgs\""),
+        (&["--blocks", "2,1"][..], "numerics.method = \"implicit\""),
+        (
+            &["--backend", "cuda", "--set", "numerics.relaxation=\"sgs\""][..],
+            "numerics.relaxation = \"sgs\"",
+        ),
     ] {
         let (code, err) = stderr_of(
             ferroflow(tmp.path())

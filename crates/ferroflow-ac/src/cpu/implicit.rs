@@ -20,7 +20,7 @@
 //! same answer, and its norm is the continuity residual this method reports.
 use super::step::{at, interior_rows, node_residual, V};
 use crate::implicit::{ImplicitCoefficients as Op, LaneSum};
-use crate::{Coefficients, Implicit, Problem, Relaxation, SideBc};
+use crate::{Coefficients, Problem, Relax, Relaxation, SideBc};
 use ferroflow_core::{Fields, Layout, Real, Residuals};
 use rayon::prelude::*;
 
@@ -73,7 +73,7 @@ impl Sides {
 
 /// The implicit relaxation's arrays for one block.
 pub(crate) struct Relaxer<R, S> {
-    imp: Implicit,
+    imp: Relax,
     op: Op<S>,
     sides: Sides,
     /// Continuity residual and the explicit step's rate / cfl = 1 / Δτ, in the state's
@@ -253,7 +253,7 @@ unsafe fn relax_node<S: Real, const D: usize, const E: bool>(
 }
 
 impl<R: Real, S: Real> Relaxer<R, S> {
-    pub(crate) fn new(problem: &Problem<R>, imp: Implicit) -> Relaxer<R, S> {
+    pub(crate) fn new(problem: &Problem<R>, imp: Relax) -> Relaxer<R, S> {
         let l = problem.layout;
         let eq = problem.equations();
         let mut sides = Sides {
@@ -656,11 +656,10 @@ mod tests {
                 a[o] = ((i * 7 + j * 3 + k * 5 + v) % 11) as f64 * 0.01;
             }
         });
-        let imp = Implicit {
-            relaxation: Relaxation::Sgs,
-            sweeps: 3,
-            cfl: f64::INFINITY,
-            single: false,
+        let imp = crate::Implicit {
+            relaxation: Some(Relaxation::Sgs),
+            sweeps: Some(3),
+            ..crate::Implicit::default()
         };
         let numerics = Numerics {
             method: crate::Method::Implicit(imp),
@@ -678,7 +677,7 @@ mod tests {
         for (dim, n) in [(2, 150), (3, 23)] {
             let p = problem(dim, n);
             let imp = match p.numerics.method {
-                crate::Method::Implicit(imp) => imp,
+                crate::Method::Implicit(imp) => imp.on(false),
                 _ => unreachable!(),
             };
             let c = Coefficients::new(&p);

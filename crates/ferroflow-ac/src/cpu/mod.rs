@@ -65,9 +65,11 @@ impl<R: Real> CpuBackend<R> {
             implicit: match problem.numerics.method {
                 Method::Explicit => None,
                 Method::Implicit(imp) if imp.single => {
-                    Some(Relaxation::Single(Relaxer::new(problem, imp)))
+                    Some(Relaxation::Single(Relaxer::new(problem, imp.on(false))))
                 }
-                Method::Implicit(imp) => Some(Relaxation::Double(Relaxer::new(problem, imp))),
+                Method::Implicit(imp) => {
+                    Some(Relaxation::Double(Relaxer::new(problem, imp.on(false))))
+                }
             },
         };
         backend.upload(&problem.initial)?;

@@ -282,8 +282,9 @@ pub const KEYS: [KeyDoc; 44] = [
         "numerics.relaxation",
         "string",
         "-",
-        "`\"sgs\"`, `\"jacobi\"`, `\"red-black\"`, `\"line\"`",
-        "Relaxation of the implicit system (method `implicit`): symmetric Gauss–Seidel \
+        "`\"auto\"`, `\"sgs\"`, `\"jacobi\"`, `\"red-black\"`, `\"line\"`",
+        "Relaxation of the implicit system (method `implicit`): `auto`, the backend's (`sgs` \
+         on the CPU, `jacobi` on a GPU); symmetric Gauss–Seidel \
          (lexicographic; one sweep is LU-SGS), Jacobi, red–black Gauss–Seidel, or Gauss–Seidel \
          along x and Jacobi across (the GPU runs `jacobi`). Every order is fixed by the grid: \
          results do not depend on the thread count. Jacobi and red–black need a finite \
@@ -296,7 +297,7 @@ pub const KEYS: [KeyDoc; 44] = [
         ">= 1",
         "Relaxation sweeps per iteration (method `implicit`); a symmetric Gauss–Seidel sweep \
          (forward and backward) counts once, a red–black sweep after the first relaxes one \
-         colour more",
+         colour more. Unset: the relaxation's default, sgs 4, jacobi 64, red-black 4, line 8",
     ),
     key(
         "numerics.implicit_cfl",
@@ -304,7 +305,8 @@ pub const KEYS: [KeyDoc; 44] = [
         "-",
         "> 0, or `inf`",
         "Pseudo-time step of the implicit operator (method `implicit`) as a multiple of the \
-         explicit local step; `inf`: no pseudo-time term",
+         explicit local step; `inf`: no pseudo-time term. Unset: the relaxation's default, sgs \
+         `inf`, jacobi 320, red-black 80, line 80",
     ),
     key(
         "numerics.implicit_precision",

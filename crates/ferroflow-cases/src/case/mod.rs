@@ -204,10 +204,13 @@ pub struct NumericsSpec {
     pub method: MethodKind,
     /// Relaxation of the implicit system.
     pub relaxation: RelaxationKind,
-    /// Relaxation sweeps per iteration.
-    pub sweeps: usize,
-    /// Δτ_imp / Δτ of the implicit operator's pseudo-time term (`inf`: none).
-    pub implicit_cfl: f64,
+    /// Relaxation sweeps per iteration (unset: the relaxation's default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweeps: Option<usize>,
+    /// Δτ_imp / Δτ of the implicit operator's pseudo-time term (`inf`: none; unset: the
+    /// relaxation's default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub implicit_cfl: Option<f64>,
     /// Precision of the implicit operator and relaxation.
     pub implicit_precision: Precision,
 }
@@ -226,6 +229,8 @@ pub enum MethodKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RelaxationKind {
+    /// The backend's: symmetric Gauss–Seidel on a CPU, Jacobi on a GPU.
+    Auto,
     /// Symmetric Gauss–Seidel (one sweep: LU-SGS).
     Sgs,
     /// Jacobi.
@@ -391,9 +396,9 @@ impl Default for NumericsSpec {
             max_iterations: 200_000,
             check_interval: 50,
             method: MethodKind::Explicit,
-            relaxation: RelaxationKind::Sgs,
-            sweeps: 4,
-            implicit_cfl: f64::INFINITY,
+            relaxation: RelaxationKind::Auto,
+            sweeps: None,
+            implicit_cfl: None,
             implicit_precision: Precision::F32,
         }
     }
@@ -786,7 +791,9 @@ impl Case {
     fn render(&self, comments: bool) -> String {
         let table = toml::Table::try_from(self).expect("a case always serialises");
         let mut out = String::new();
-        let line = |doc: &KeyDoc, name: &str, value: &toml::Value, comment: bool| {
+        // A key left unset (`None`: the backend or the relaxation decides) is shown commented
+        // out where comments are wanted, and left out otherwise.
+        let line = |doc: &KeyDoc, name: &str, value: Option<&toml::Value>, comment: bool| {
             let mut text = String::new();
             if comment {
                 let unit = match doc.unit {
@@ -797,7 +804,11 @@ impl Case {
                 // Backticks mark code in the Markdown docs; in a comment they are noise.
                 text += &wrap_comment(&words.replace('`', ""));
             }
-            text + &format!("{name} = {}\n", value_text(value))
+            match value {
+                Some(value) => text + &format!("{name} = {}\n", value_text(value)),
+                None if comment => text + &format!("# {name} = (unset)\n"),
+                None => text,
+            }
         };
         for keys in key_sections() {
             if !out.is_empty() {
@@ -813,7 +824,7 @@ impl Case {
                     for doc in keys {
                         let name = doc.parts().1.trim_start_matches("<patch>.");
                         if let Some(value) = values.get(name) {
-                            out += &line(doc, name, value, comments && p == 0);
+                            out += &line(doc, name, Some(value), comments && p == 0);
                         }
                     }
                 }
@@ -825,7 +836,7 @@ impl Case {
                     continue;
                 }
                 let name = doc.parts().1;
-                out += &line(doc, name, &table[sec][name], comments);
+                out += &line(doc, name, table[sec].get(name), comments);
             }
         }
         out
@@ -880,10 +891,11 @@ impl Case {
             MethodKind::Explicit => Method::Explicit,
             MethodKind::Implicit => Method::Implicit(Implicit {
                 relaxation: match s.relaxation {
-                    RelaxationKind::Sgs => Relaxation::Sgs,
-                    RelaxationKind::Jacobi => Relaxation::Jacobi,
-                    RelaxationKind::RedBlack => Relaxation::RedBlack,
-                    RelaxationKind::Line => Relaxation::Line,
+                    RelaxationKind::Auto => None,
+                    RelaxationKind::Sgs => Some(Relaxation::Sgs),
+                    RelaxationKind::Jacobi => Some(Relaxation::Jacobi),
+                    RelaxationKind::RedBlack => Some(Relaxation::RedBlack),
+                    RelaxationKind::Line => Some(Relaxation::Line),
                 },
                 sweeps: s.sweeps,
                 cfl: s.implicit_cfl,
