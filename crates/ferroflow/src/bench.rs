@@ -1,12 +1,15 @@
 //! `ferroflow bench`: node updates per second of the whole iteration (interior pass, boundary
-//! fill, norms), against the memory-bandwidth roofline measured in the same run.
+//! fill, norms), against the memory-bandwidth roofline measured in the same run; with
+//! `--solve`, time to solution of the built-in cases, explicit against implicit.
 use crate::backends::{cuda_probe, halo_route, make_backend};
 use crate::run::value_name;
 use crate::world::World;
 use crate::Failure;
 use clap::Args;
 use ferroflow_ac::{Numerics, Problem};
-use ferroflow_cases::case::{builtin, BackendKind, BackendSpec, Exchange, ParallelSpec, Precision};
+use ferroflow_cases::case::{
+    builtin, BackendKind, BackendSpec, Exchange, MethodKind, ParallelSpec, Precision, BUILTIN,
+};
 use ferroflow_cases::cavity;
 use ferroflow_core::decomposition::{Decomposition, Face};
 use ferroflow_core::Side;
@@ -33,7 +36,9 @@ Examples:
   ferroflow bench --backend cuda --n2d 4097,8193 --n3d 257,513
   ferroflow bench --backend cuda --energy --n2d 4097 --n3d 257,513
   ferroflow bench --backend cuda --energy --n2d --n3d 513 --blocks 1,1,2 --devices 0,1
-  ferroflow bench --backend cuda --energy --n2d --n3d 257 --blocks 2,1,1 --devices 0,1 --weak")]
+  ferroflow bench --backend cuda --energy --n2d --n3d 257 --blocks 2,1,1 --devices 0,1 --weak
+  ferroflow bench --solve                           # time to solution: every built-in case
+  ferroflow bench --solve cavity2d-re1000,bdc3d --backend cuda")]
 pub struct BenchArgs {
     /// Backend to measure.
     #[arg(long, value_enum, default_value = "cpu")]
@@ -86,6 +91,65 @@ pub struct BenchArgs {
     /// Weak scaling: the grid sizes are per block (each block owns n - 2 nodes per axis).
     #[arg(long)]
     weak: bool,
+    /// Time to solution instead: these built-in cases (none after the flag: all) on their own
+    /// grids, to their tolerance, explicitly and with the implicit method (the backend's
+    /// relaxation), f64, one block; a Markdown table.
+    #[arg(long, value_delimiter = ',', num_args = 0.., value_name = "CASES")]
+    solve: Option<Vec<String>>,
+    /// With `--solve`: this many nodes per axis instead of each case's own.
+    #[arg(long, value_name = "N")]
+    nodes: Option<usize>,
+}
+
+/// `--solve`: each case run to its tolerance by each method, timed by the driver (set-up not
+/// included), with the explicit time over the implicit one.
+fn time_to_solution(args: &BenchArgs, names: &[String]) -> Result<(), Failure> {
+    let all: Vec<String> = BUILTIN.iter().map(|(n, _)| n.to_string()).collect();
+    let names = if names.is_empty() { &all[..] } else { names };
+    if let Some(bad) = names.iter().find(|n| builtin(n).is_none()) {
+        return Err(Failure::input(format!(
+            "--solve: no built-in case {bad:?} (one of {})",
+            all.join(", ")
+        )));
+    }
+    println!("| case | grid | backend | method | iterations | s | status | explicit / implicit |");
+    println!("|---|---|---|---|---:|---:|---|---:|");
+    for name in names {
+        let mut case = builtin(name).expect("checked above");
+        if let Some(n) = args.nodes {
+            case.mesh.nodes = vec![n; case.mesh.dim];
+        }
+        let mut seconds = Vec::new();
+        for (method, label) in [
+            (MethodKind::Explicit, "explicit"),
+            (MethodKind::Implicit, "implicit"),
+        ] {
+            case.numerics.method = method;
+            let bad = |e: ferroflow_core::ProblemError| Failure::input(format!("{name}: {e}"));
+            let problem = case.problem::<f64>().map_err(bad)?;
+            let stop = case.stop().map_err(bad)?;
+            let (mut b, line) = backend(args, &problem)?;
+            let mut sim = ferroflow_solver::Simulation::new(stop);
+            let outcome = sim
+                .run_plain(b.as_mut(), problem.variable_names())
+                .map_err(|e| Failure::runtime(format!("{name}: {e}")))?;
+            let status = match (&outcome.stalled, outcome.converged) {
+                (_, true) => "converged",
+                (Some(_), _) => "stalled",
+                _ => "max-iterations",
+            };
+            seconds.push(outcome.wall_seconds);
+            let ratio = match seconds[..] {
+                [e, i] => format!("{:.2}", e / i),
+                _ => String::new(),
+            };
+            println!(
+                "| {name} | {:?} | {line} | {} | {} | {:.2} | {status} | {ratio} |",
+                case.mesh.nodes, label, sim.iteration, outcome.wall_seconds,
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Median of `repeats` timings of `f`, seconds.
@@ -321,6 +385,9 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
             Ok(_) => BackendKind::Cuda,
             Err(_) => BackendKind::Cpu,
         };
+    }
+    if let Some(names) = &args.solve {
+        return time_to_solution(&args, names);
     }
     let (bandwidth, cache) = if args.backend == BackendKind::Cpu {
         let pool = rayon::ThreadPoolBuilder::new()

@@ -793,6 +793,44 @@ fn total_wall_seconds_covers_set_up_iterations_and_output() {
 }
 
 #[test]
+fn bench_solve_times_both_methods_to_the_tolerance() {
+    let tmp = TempDir::new().unwrap();
+    let out = ferroflow(tmp.path())
+        .args([
+            "bench",
+            "--backend",
+            "cpu",
+            "--solve",
+            "cavity2d-re100,bdc2d",
+        ])
+        .args(["--nodes", "17"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    for case in ["cavity2d-re100", "bdc2d"] {
+        let rows: Vec<&str> = stdout.lines().filter(|l| l.contains(case)).collect();
+        assert_eq!(rows.len(), 2, "{stdout}");
+        assert!(rows[0].contains("| explicit |") && rows[1].contains("| implicit |"));
+        assert!(rows.iter().all(|r| r.contains("converged")), "{stdout}");
+        // The implicit row ends with the explicit time over its own.
+        let last = rows[1]
+            .trim_end_matches([' ', '|'])
+            .rsplit('|')
+            .next()
+            .unwrap();
+        let ratio: f64 = last.trim().parse().unwrap();
+        assert!(ratio > 0.0, "{}", rows[1]);
+    }
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args(["bench", "--solve", "cavity9d"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("\"cavity9d\"") && err.contains("cavity2d-re100"),
+        "{err}"
+    );
+}
+
+#[test]
 fn bench_flags_cache_resident_grids() {
     let tmp = TempDir::new().unwrap();
     let out = ferroflow(tmp.path())

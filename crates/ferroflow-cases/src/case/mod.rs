@@ -1298,7 +1298,10 @@ mod tests {
     #[test]
     fn every_key_is_documented_and_the_commented_form_reads_back() {
         let mut case = Case::default();
+        // Keys that are unset by default are set here, so that they serialise.
         case.boundary.get_mut("xmin").unwrap().temperature = Some(1.0);
+        case.numerics.sweeps = Some(4);
+        case.numerics.implicit_cfl = Some(100.0);
         let mut documented: Vec<String> = KEYS.iter().map(|k| k.key.to_string()).collect();
         documented.sort();
         assert_eq!(serialised_keys(&case), documented);
