@@ -45,6 +45,7 @@ fn run(
         tolerance,
         max_iterations: limit,
         check_interval: 50,
+        stall_checks: ferroflow_solver::STALL_CHECKS,
     });
     let outcome = sim
         .run_plain(&mut backend, problem.variable_names())

@@ -27,6 +27,7 @@ fn converge<R: Real>(problem: &Problem<R>, tolerance: f64, threads: usize) -> Fi
         tolerance,
         max_iterations: 1_000_000,
         check_interval: 100,
+        stall_checks: ferroflow_solver::STALL_CHECKS,
     };
     let mut sim = Simulation::new(stop);
     let outcome = sim

@@ -415,6 +415,7 @@ mod tests {
             tolerance: 1e-6,
             max_iterations: 10,
             check_interval: 2,
+            stall_checks: crate::STALL_CHECKS,
         });
         sim.iteration = 3;
         sim.initial = Some(vec![0.3, 1.0 / 3.0, 2.0]);

@@ -11,6 +11,6 @@ mod status;
 
 pub use simulation::{
     Callback, Flow, Outcome, Progress, RunError, Schedule, Simulation, SolveError, Stall,
-    StopCriteria,
+    StopCriteria, IMPLICIT_STALL_CHECKS, STALL_CHECKS,
 };
 pub use status::{write_residuals, Status};

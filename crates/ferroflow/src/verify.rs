@@ -118,6 +118,7 @@ fn mms(
         tolerance: 1e-12,
         max_iterations: 2_000_000,
         check_interval: 100,
+        stall_checks: ferroflow_solver::STALL_CHECKS,
     };
     let rows = study::<f64>(&mms, &sizes, Numerics::default(), |problem| {
         let one = Decomposition::new(problem.layout.dim, problem.layout.n, [1; 3])

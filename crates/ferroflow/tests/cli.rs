@@ -1226,6 +1226,30 @@ fn largest_residuals(dir: &Path) -> Vec<f64> {
 }
 
 #[test]
+fn an_implicit_f32_run_stalls_at_its_round_off_within_a_short_window() {
+    // The implicit relaxation reaches the f32 floor in a few hundred iterations (301 here);
+    // its stall window is 20 checks, not 100: reported at 1,301, not 5,301.
+    let tmp = TempDir::new().unwrap();
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args([
+        "run",
+        "--precision",
+        "f32",
+        "--set",
+        "mesh.nodes=[33,33]",
+        "--set",
+        "numerics.method=\"implicit\"",
+        "--out",
+        "f32",
+    ]));
+    assert_eq!(code, Some(4), "{err}");
+    assert!(err.contains("epsilon of f32, the round-off level"), "{err}");
+    let iterations = summary(&tmp.path().join("f32/partial"))["iterations"]
+        .as_u64()
+        .unwrap();
+    assert!(iterations <= 2_000, "{iterations}");
+}
+
+#[test]
 fn stalled_runs_exit_4_saying_their_level_and_the_tolerance_they_reached() {
     let tmp = TempDir::new().unwrap();
     // f32 stops falling at its round-off, long before 1e-9.

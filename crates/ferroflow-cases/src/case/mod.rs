@@ -937,6 +937,10 @@ impl Case {
             tolerance: s.tolerance,
             max_iterations: s.max_iterations,
             check_interval: s.check_interval,
+            stall_checks: match s.method {
+                MethodKind::Explicit => ferroflow_solver::STALL_CHECKS,
+                MethodKind::Implicit => ferroflow_solver::IMPLICIT_STALL_CHECKS,
+            },
         })
     }
 
