@@ -18,7 +18,7 @@
 //! image, the explicit step's weights 1 / Δτ: R_p − c / Δτ with c = Σ R_p / Σ (1 / Δτ). A
 //! state where that vanishes is the explicit scheme's fixed point, so both converge to the
 //! same answer, and its norm is the continuity residual this method reports.
-use super::step::{at, interior_rows, node_residual, V};
+use super::step::{at, interior_rows, node_residual, var_slices, V};
 use crate::implicit::{ImplicitCoefficients as Op, LaneSum};
 use crate::{Coefficients, Problem, Relax, Relaxation, SideBc};
 use ferroflow_core::{Fields, Layout, Real, Residuals};
@@ -291,24 +291,12 @@ impl<R: Real, S: Real> Relaxer<R, S> {
         energy: bool,
         p_ref: usize,
     ) -> Residuals {
-        macro_rules! dispatch {
-            ($(($d:literal, $s:literal, $e:literal)),*) => {
-                match (cur.layout.dim, source.is_some(), energy) {
-                    $(($d, $s, $e) => self.run::<$d, $s, $e>(c, cur, source, p_ref),)*
-                    (dim, ..) => unreachable!("dimension {dim}"),
-                }
+        macro_rules! go {
+            ($d:literal, $s:literal, $e:literal) => {
+                self.run::<$d, $s, $e>(c, cur, source, p_ref)
             };
         }
-        dispatch!(
-            (2, false, false),
-            (2, true, false),
-            (3, false, false),
-            (3, true, false),
-            (2, false, true),
-            (2, true, true),
-            (3, false, true),
-            (3, true, true)
-        )
+        for_variant!(cur.layout.dim, source.is_some(), energy, go)
     }
 
     fn run<const D: usize, const SRC: bool, const E: bool>(
@@ -342,13 +330,7 @@ impl<R: Real, S: Real> Relaxer<R, S> {
         source: Option<&Fields<R>>,
     ) -> Residuals {
         let l = cur.layout;
-        let empty: &[R] = &[];
-        let q: [&[R]; V] = std::array::from_fn(|v| cur.vars.get(v).map_or(empty, |a| a.as_slice()));
-        let src: [&[R]; V] = std::array::from_fn(|v| {
-            source
-                .and_then(|s| s.vars.get(v))
-                .map_or(empty, |a| a.as_slice())
-        });
+        let (q, src) = (var_slices(Some(cur)), var_slices(source));
         let (op, sides) = (self.op, self.sides);
         let rhs: Ptrs<S, V> = Ptrs::of(&mut self.rhs.vars);
         let frozen: Ptrs<S, FROZEN> = Ptrs::of(&mut self.frozen.vars);

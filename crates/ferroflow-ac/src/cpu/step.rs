@@ -39,6 +39,15 @@ unsafe fn row_slices<'a, R>(ptrs: [*mut R; V], start: usize, count: usize) -> [&
     })
 }
 
+/// The variables of `fields` as slices, empty past its last (or all, without `fields`).
+pub(crate) fn var_slices<R>(fields: Option<&Fields<R>>) -> [&[R]; V] {
+    std::array::from_fn(|v| {
+        fields
+            .and_then(|f| f.vars.get(v))
+            .map_or(&[][..], |a| a.as_slice())
+    })
+}
+
 #[inline(always)]
 pub(crate) fn at<R: Copy>(a: &[R], o: usize) -> R {
     debug_assert!(o < a.len());
@@ -211,24 +220,12 @@ pub(crate) fn interior_pass<R: Real>(
     p_shift: R,
     row_sums: &mut [[f64; V]],
 ) -> Residuals {
-    macro_rules! dispatch {
-        ($(($d:literal, $s:literal, $e:literal)),*) => {
-            match (cur.layout.dim, source.is_some(), energy) {
-                $(($d, $s, $e) => pass::<R, $d, $s, $e>(c, cur, next, source, p_shift, row_sums),)*
-                (dim, ..) => unreachable!("dimension {dim}"),
-            }
+    macro_rules! go {
+        ($d:literal, $s:literal, $e:literal) => {
+            pass::<R, $d, $s, $e>(c, cur, next, source, p_shift, row_sums)
         };
     }
-    dispatch!(
-        (2, false, false),
-        (2, true, false),
-        (3, false, false),
-        (3, true, false),
-        (2, false, true),
-        (2, true, true),
-        (3, false, true),
-        (3, true, true)
-    )
+    for_variant!(cur.layout.dim, source.is_some(), energy, go)
 }
 
 /// Number of interior rows (fixed j, k) of a layout.
@@ -245,13 +242,7 @@ fn pass<R: Real, const D: usize, const SRC: bool, const E: bool>(
     row_sums: &mut [[f64; V]],
 ) -> Residuals {
     let l = cur.layout;
-    let empty: &[R] = &[];
-    let q: [&[R]; V] = std::array::from_fn(|v| cur.vars.get(v).map_or(empty, |a| a.as_slice()));
-    let src: [&[R]; V] = std::array::from_fn(|v| {
-        source
-            .and_then(|s| s.vars.get(v))
-            .map_or(empty, |a| a.as_slice())
-    });
+    let (q, src) = (var_slices(Some(cur)), var_slices(source));
     let mut ptrs = [std::ptr::null_mut(); V];
     for (ptr, v) in ptrs.iter_mut().zip(next.vars.iter_mut()) {
         *ptr = v.as_mut_ptr();
