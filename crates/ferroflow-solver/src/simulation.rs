@@ -252,7 +252,7 @@ impl fmt::Display for Stall {
         write!(
             f,
             "stalled at iteration {}: the largest relative residual ({}) has stayed at about \
-             {:.2e} (its lowest, first reached at iteration {}) for the last {} iterations; ",
+             {:.2e} (first reached at iteration {}) for the last {} iterations; ",
             self.iteration, self.variable, self.level, self.level_at, self.window
         )?;
         let units = self.level / self.epsilon;
