@@ -1,6 +1,7 @@
 //! Blocks of a decomposed grid: the problem of each block, and what a backend must offer to
 //! iterate one block under a driver that shares the whole grid's pressure shift and moves
 //! its halos.
+use crate::implicit::ImplicitBlock;
 use crate::{Problem, SideBc};
 use ferroflow_core::decomposition::{BlockExtent, Decomposition, Face};
 use ferroflow_core::{Backend, BackendError, Fields, ProblemError, Real, Residuals, Side};
@@ -21,6 +22,10 @@ pub trait BlockBackend: Backend {
 
     /// Writes `buf` into the halo `face` receives, in the current state.
     fn unpack(&mut self, face: &Face, buf: &[Self::Real]) -> Result<(), BackendError>;
+
+    /// The implicit iteration's phases of this block (a problem asking for the implicit
+    /// method), or the error that says this backend cannot couple blocks in it.
+    fn implicit(&mut self) -> Result<&mut dyn ImplicitBlock<Self::Real>, BackendError>;
 
     /// Runs `work` on `blocks` where their kernels, called many times in a row, dispatch
     /// fastest (the CPU: on a thread of the pool they share, so that each kernel runs there

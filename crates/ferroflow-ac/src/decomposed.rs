@@ -1,9 +1,11 @@
 //! The driver of a decomposed grid.
 use crate::blocks::block_problem;
-use crate::{BlockBackend, Problem};
+use crate::implicit::GaugeSums;
+use crate::{BlockBackend, Method, Problem};
 use ferroflow_core::decomposition::{BlockExtent, Decomposition, Face};
 use ferroflow_core::{Backend, BackendError, Fields, Real, Residuals, Side};
 use ferroflow_parallel::{Halo, Transport};
+use rayon::prelude::*;
 
 /// A decomposed grid driven as one backend: the blocks of this process, their halos, and
 /// the transport to the other processes' blocks.
@@ -21,6 +23,8 @@ pub struct Decomposed<B: BlockBackend, T> {
     equations: usize,
     initial: Fields<B::Real>,
     name: &'static str,
+    /// Whether the problem asks for the implicit method.
+    implicit: bool,
 }
 
 /// The backend name in errors.
@@ -38,7 +42,7 @@ fn face_tag(block: usize, side: Side) -> usize {
     6 * block + side as usize
 }
 
-impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
+impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Decomposed<B, T> {
     /// Cuts `problem` as `decomposition` says and sets up this process's blocks with `make`
     /// (which gets each block's problem and extent).
     pub fn new(
@@ -54,14 +58,19 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
         let mut blocks = Vec::new();
         let (mut halos, mut faces) = (Vec::new(), Vec::new());
         let mut name = "decomposed";
+        let implicit = matches!(problem.numerics.method, Method::Implicit(_));
         for e in &extents {
             if transport.owner(e.id, extents.len()) != rank {
                 continue;
             }
             let p = block_problem(&decomposition, problem, e)
                 .map_err(|err| failed(format!("block {}: {err}", e.id)))?;
-            let backend = make(&p, e)?;
+            let mut backend = make(&p, e)?;
             name = backend.name();
+            if implicit {
+                // Refused here, before the run, where a backend cannot couple its blocks.
+                backend.implicit()?;
+            }
             for side in Side::ALL {
                 if let Some(neighbour) = e.neighbours[side as usize] {
                     let face = Face { side, vars };
@@ -93,6 +102,7 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
             equations: problem.equations(),
             initial: problem.initial.clone(),
             name,
+            implicit,
         })
     }
 
@@ -113,27 +123,9 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
         if let Some((_, b)) = self.blocks.iter_mut().find(|(id, _)| *id == owner) {
             shift[0] = b.pressure_at(offset)?;
         }
-        let root = self.transport.owner(owner, self.extents.len());
-        self.transport.broadcast(&mut shift, root)?;
-        let (shift, faces, halos) = (shift[0], &self.faces, &mut self.halos);
-        let sums = B::batch(&mut self.blocks, |blocks| {
-            let mut sums = Vec::with_capacity(blocks.len());
-            for (_, b) in blocks.iter_mut() {
-                sums.push(b.step(shift, norms)?);
-            }
-            for (halo, (b, face)) in halos.iter_mut().zip(faces) {
-                blocks[*b].1.pack(face, &mut halo.send)?;
-            }
-            Ok::<_, BackendError>(sums)
-        })?;
-        self.transport.exchange(&mut self.halos)?;
-        let halos = &self.halos;
-        B::batch(&mut self.blocks, |blocks| {
-            for (halo, (b, face)) in halos.iter().zip(faces) {
-                blocks[*b].1.unpack(face, &halo.recv)?;
-            }
-            Ok::<_, BackendError>(())
-        })?;
+        self.share(&mut shift, owner)?;
+        let sums = self.each(|b| b.step(shift[0], norms))?;
+        self.exchange(Halos::State)?;
         // Without norms a block's sums may be empty (not computed): none count.
         let sums = sums.into_iter().filter(|_| norms);
         let mut total = self.decomposition.sum_residuals(self.equations, sums);
@@ -142,9 +134,108 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Decomposed<B, T> {
         }
         Ok(total)
     }
+
+    /// One implicit iteration: each block's phases, the gauge's sums added over all blocks
+    /// before the projection, the increments' halos exchanged after every sweep but the last
+    /// (Jacobi across blocks, whatever relaxes within them), the state's after the update.
+    fn iterate_implicit(&mut self, norms: bool) -> Result<Residuals, BackendError> {
+        let parts = self.each(|b| b.implicit()?.residual())?;
+        let mut gauge = GaugeSums::default();
+        for g in parts {
+            gauge.add(g);
+        }
+        let mut g = [gauge.resid, gauge.weight];
+        self.transport.sum(&mut g)?;
+        let gauge = GaugeSums {
+            resid: g[0],
+            weight: g[1],
+        }
+        .gauge();
+        self.each(|b| b.implicit()?.project(gauge))?;
+        let sweeps = match self.blocks.first_mut() {
+            Some((_, b)) => b.implicit()?.sweeps(),
+            None => 0,
+        };
+        for sweep in 0..sweeps {
+            self.each(|b| b.implicit()?.sweep(sweep))?;
+            if sweep + 1 < sweeps {
+                self.exchange(Halos::Increments)?;
+            }
+        }
+        let (owner, offset) = self.reference;
+        let mut shift = [R::zero()];
+        if let Some((_, b)) = self.blocks.iter_mut().find(|(id, _)| *id == owner) {
+            shift[0] = b.implicit()?.reference_after(offset)?;
+        }
+        self.share(&mut shift, owner)?;
+        let sums = match norms {
+            true => self.each(|b| b.implicit()?.residuals())?,
+            false => Vec::new(),
+        };
+        self.each(|b| b.implicit()?.update(shift[0]))?;
+        self.exchange(Halos::State)?;
+        let mut total = self.decomposition.sum_residuals(self.equations, sums);
+        if norms {
+            self.transport.sum(&mut total.sum_sq)?;
+        }
+        Ok(total)
+    }
+
+    /// Gives every process `values` from the process owning block `block`.
+    fn share(&mut self, values: &mut [R], block: usize) -> Result<(), BackendError> {
+        let root = self.transport.owner(block, self.extents.len());
+        self.transport.broadcast(values, root)
+    }
+
+    /// `work` on every block of this process, the blocks in parallel; their results in block
+    /// order.
+    fn each<U: Send>(
+        &mut self,
+        work: impl Fn(&mut B) -> Result<U, BackendError> + Send + Sync,
+    ) -> Result<Vec<U>, BackendError> {
+        B::batch(&mut self.blocks, |blocks| {
+            blocks.par_iter_mut().map(|(_, b)| work(b)).collect()
+        })
+    }
+
+    /// Packs `what` on every face, moves the buffers, and unpacks them into the halos.
+    fn exchange(&mut self, what: Halos) -> Result<(), BackendError> {
+        let (faces, halos) = (&self.faces, &mut self.halos);
+        B::batch(&mut self.blocks, |blocks| {
+            for (halo, (b, face)) in halos.iter_mut().zip(faces) {
+                let b = &mut blocks[*b].1;
+                match what {
+                    Halos::State => b.pack(face, &mut halo.send)?,
+                    Halos::Increments => b.implicit()?.pack_increments(face, &mut halo.send)?,
+                }
+            }
+            Ok::<_, BackendError>(())
+        })?;
+        self.transport.exchange(&mut self.halos)?;
+        let (faces, halos) = (&self.faces, &self.halos);
+        B::batch(&mut self.blocks, |blocks| {
+            for (halo, (b, face)) in halos.iter().zip(faces) {
+                let b = &mut blocks[*b].1;
+                match what {
+                    Halos::State => b.unpack(face, &halo.recv)?,
+                    Halos::Increments => b.implicit()?.unpack_increments(face, &halo.recv)?,
+                }
+            }
+            Ok::<_, BackendError>(())
+        })
+    }
 }
 
-impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Backend for Decomposed<B, T> {
+/// What a halo exchange moves.
+#[derive(Clone, Copy)]
+enum Halos {
+    /// The current state.
+    State,
+    /// The implicit relaxation's increments.
+    Increments,
+}
+
+impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Backend for Decomposed<B, T> {
     type Real = R;
 
     fn name(&self) -> &'static str {
@@ -154,7 +245,11 @@ impl<R: Real, B: BlockBackend<Real = R>, T: Transport<R>> Backend for Decomposed
     fn advance(&mut self, iterations: usize) -> Result<Residuals, BackendError> {
         let mut res = Residuals::default();
         for it in 0..iterations {
-            res = self.iterate(it + 1 == iterations)?;
+            res = if self.implicit {
+                self.iterate_implicit(it + 1 == iterations)?
+            } else {
+                self.iterate(it + 1 == iterations)?
+            };
         }
         Ok(res)
     }

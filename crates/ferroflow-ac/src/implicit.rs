@@ -2,16 +2,74 @@
 //! constants in the implicit precision, and the order in which the pressure gauge's sums are
 //! added, so that a GPU sums in parallel and still rounds exactly as the CPU.
 use crate::{Problem, Relax};
-use ferroflow_core::{BackendError, Real};
+use ferroflow_core::decomposition::Face;
+use ferroflow_core::{BackendError, Real, Residuals};
 
-/// The error of a decomposed run asking for the implicit method on `backend`: blocks are not
-/// coupled in the relaxation yet.
+/// The error of a decomposed run asking for the implicit method on `backend`, which does not
+/// couple blocks in the relaxation yet.
 pub fn one_block_only(backend: &'static str) -> BackendError {
     BackendError::NotSuitable {
         backend,
-        what: "numerics.method = \"implicit\" on a grid cut into blocks (one block only so far)"
+        what: "numerics.method = \"implicit\" on a grid cut into blocks (the CPU backend only, \
+               so far)"
             .into(),
     }
+}
+
+/// A block's sums for the pressure gauge over its interior nodes: the continuity residual
+/// and the explicit step's weight 1 / Δτ. Added over the blocks of a grid, they give the
+/// uniform pressure mode projected off the continuity residual (`gauge`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GaugeSums {
+    /// Σ R_p.
+    pub resid: f64,
+    /// Σ 1 / Δτ.
+    pub weight: f64,
+}
+
+impl GaugeSums {
+    /// Adds another block's sums.
+    pub fn add(&mut self, other: GaugeSums) {
+        self.resid += other.resid;
+        self.weight += other.weight;
+    }
+
+    /// The multiple of 1 / Δτ subtracted from R_p.
+    pub fn gauge(&self) -> f64 {
+        self.resid / self.weight
+    }
+}
+
+/// The implicit iteration of one block, phase by phase: a driver of blocks runs the phases
+/// of every block in turn, and adds the gauge's sums and exchanges the increments' halos
+/// between them (see `Decomposed`).
+pub trait ImplicitBlock<R> {
+    /// Sweeps per iteration.
+    fn sweeps(&self) -> usize;
+
+    /// R(Q) and the frozen operator, increments zeroed; the gauge's sums.
+    fn residual(&mut self) -> Result<GaugeSums, BackendError>;
+
+    /// Projects the continuity residual with the whole grid's gauge.
+    fn project(&mut self, gauge: f64) -> Result<(), BackendError>;
+
+    /// The residual sums of the state the iteration started from (continuity projected).
+    fn residuals(&mut self) -> Result<Residuals, BackendError>;
+
+    /// Sweep number `sweep` of the relaxation.
+    fn sweep(&mut self, sweep: usize) -> Result<(), BackendError>;
+
+    /// Packs the increments `face` sends into `buf`.
+    fn pack_increments(&mut self, face: &Face, buf: &mut [R]) -> Result<(), BackendError>;
+
+    /// Writes `buf` into the increments' halo `face` receives.
+    fn unpack_increments(&mut self, face: &Face, buf: &[R]) -> Result<(), BackendError>;
+
+    /// Pressure plus its increment at memory offset `offset` (the reference node).
+    fn reference_after(&mut self, offset: usize) -> Result<R, BackendError>;
+
+    /// Adds the increments, less `shift` in pressure, and fills the walls.
+    fn update(&mut self, shift: R) -> Result<(), BackendError>;
 }
 
 /// Per-run constants of the implicit operator A in the implicit precision `S`, computed in

@@ -14,6 +14,7 @@ use crate::tune::{self, TuneMode, TuneReport, Tuner};
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaGraph, CudaSlice};
+use ferroflow_ac::implicit::ImplicitBlock;
 use ferroflow_ac::iteration::{finish, iterate, AcKernels};
 use ferroflow_ac::{BlockBackend, Problem};
 use ferroflow_core::decomposition::Face;
@@ -429,14 +430,15 @@ impl<R: Real> AcKernels for CudaBackend<R> {
 
 /// Host-driven blocks (the generic driver, MPI): every call waits for the device.
 impl<R: Real> BlockBackend for CudaBackend<R> {
+    fn implicit(&mut self) -> Result<&mut dyn ImplicitBlock<R>, BackendError> {
+        Err(ferroflow_ac::implicit::one_block_only("cuda"))
+    }
+
     fn pressure_at(&mut self, offset: usize) -> Result<R, BackendError> {
         self.state.value(&self.device.stream, 0, offset)
     }
 
     fn step(&mut self, p_shift: R, norms: bool) -> Result<Residuals, BackendError> {
-        if self.implicit.is_some() {
-            return Err(ferroflow_ac::implicit::one_block_only("cuda"));
-        }
         let stream = self.device.stream.clone();
         stream
             .memcpy_htod(bytes(&[p_shift]), &mut self.shifts)

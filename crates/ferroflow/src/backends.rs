@@ -219,18 +219,8 @@ fn choose<R: Real, T: Transport<R> + Clone + 'static>(
     transport: T,
     world: &World,
 ) -> Result<Chosen<R>, Failure> {
-    if let Method::Implicit(_) = problem.numerics.method {
-        // The implicit relaxation relaxes one block, so far (on the GPU by Jacobi sweeps only,
-        // which the CUDA backend checks: auto then falls back to the CPU and says why).
-        if decomposition.count() > 1 {
-            return Err(Failure::input(format!(
-                "numerics.method = \"implicit\" relaxes one block only so far: the grid is cut \
-                 into {} blocks (parallel.blocks, parallel.count, --blocks or MPI processes); \
-                 use one block or numerics.method = \"explicit\"",
-                decomposition.count()
-            )));
-        }
-    }
+    // The CUDA backends refuse what they cannot run (the implicit method on blocks, other
+    // relaxations than Jacobi): auto then falls back to the CPU and says why.
     match spec.kind {
         BackendKind::Cpu => {
             cpu(problem, spec, decomposition, transport, world).map_err(Failure::runtime)

@@ -113,6 +113,37 @@ mod under_mpirun {
         }
     }
 
+    /// The implicit method couples the processes' blocks as the blocks of one process: with
+    /// two blocks the gauge's two sums are added in either order with the same bits.
+    #[test]
+    #[ignore = "needs mpirun: run with --ignored, see README.md"]
+    fn implicit_processes_write_the_fields_of_one_process_with_two_blocks() {
+        let tmp = TempDir::new().unwrap();
+        let common = [
+            "run",
+            "-q",
+            "--set",
+            "mesh.nodes=[33,33]",
+            "--set",
+            "numerics.method=\"implicit\"",
+        ];
+        cargo_bin_cmd!("ferroflow")
+            .current_dir(tmp.path())
+            .args(common)
+            .args(["--blocks", "1,2", "--out", "one"])
+            .assert()
+            .success();
+        let out = mpirun(tmp.path(), 2, &[&common[..], &["--out", "two"]].concat())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let (one, two) = (tmp.path().join("one"), tmp.path().join("two"));
+        let iterations = summary(&one)["iterations"].as_u64().unwrap();
+        assert!(iterations < 1000, "{iterations}");
+        assert_eq!(summary(&two)["iterations"], iterations);
+        assert_same_files(&one, &two, ["fields.vti", "centerline_u.csv"]);
+    }
+
     #[test]
     #[ignore = "needs mpirun: run with --ignored, see README.md"]
     fn a_failure_ends_every_process_with_one_code_and_one_message() {

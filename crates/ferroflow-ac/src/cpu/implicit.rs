@@ -19,9 +19,10 @@
 //! state where that vanishes is the explicit scheme's fixed point, so both converge to the
 //! same answer, and its norm is the continuity residual this method reports.
 use super::step::{at, interior_rows, node_residual, var_slices, V};
-use crate::implicit::{ImplicitCoefficients as Op, LaneSum};
+use crate::implicit::{GaugeSums, ImplicitCoefficients as Op, LaneSum};
 use crate::{Coefficients, Problem, Relax, Relaxation, SideBc};
-use ferroflow_core::{Fields, Layout, Real, Residuals};
+use ferroflow_core::decomposition::Face;
+use ferroflow_core::{Fields, Layout, Real, Residuals, Side};
 use rayon::prelude::*;
 
 /// Frozen per-node quantities: λ_d and u_d per axis, then these.
@@ -90,6 +91,8 @@ pub(crate) struct Relaxer<R, S> {
     row_sums: Vec<[f64; SUMS]>,
     /// Gauss–Seidel tiles, grouped in wavefronts that may run in parallel.
     waves: Vec<Vec<Tile>>,
+    /// The block's interfaces: their halo increments are the neighbours'.
+    interfaces: Vec<Face>,
 }
 
 /// A box of interior nodes, index ranges per axis.
@@ -277,12 +280,23 @@ impl<R: Real, S: Real> Relaxer<R, S> {
             previous: Fields::zeros(l, eq),
             row_sums: vec![[0.0; SUMS]; interior_rows(&l)],
             waves: wavefronts(&l),
+            interfaces: Side::ALL
+                .into_iter()
+                .filter(|s| problem.sides[*s as usize] == SideBc::Interface)
+                .map(|side| Face { side, vars: eq })
+                .collect(),
         }
     }
 
-    /// One implicit iteration of `cur` in place (interior nodes; the caller fills the walls),
-    /// pressure re-referenced at `p_ref`; returns the residuals of `cur` as it was.
-    #[allow(clippy::too_many_arguments)]
+    /// Sweeps per iteration.
+    pub(crate) fn sweeps(&self) -> usize {
+        self.imp.sweeps
+    }
+
+    /// One implicit iteration of a whole grid's `cur` in place (interior nodes; the caller
+    /// fills the walls), pressure re-referenced at `p_ref`; returns the residuals of `cur` as
+    /// it was. A decomposed grid runs the same phases with its blocks' sums added and its
+    /// increments' halos exchanged in between (`crate::decomposed`).
     pub(crate) fn iterate(
         &mut self,
         c: &Coefficients<R>,
@@ -291,35 +305,71 @@ impl<R: Real, S: Real> Relaxer<R, S> {
         energy: bool,
         p_ref: usize,
     ) -> Residuals {
-        macro_rules! go {
-            ($d:literal, $s:literal, $e:literal) => {
-                self.run::<$d, $s, $e>(c, cur, source, p_ref)
-            };
+        let (mut total, gauge) = self.residual(c, cur, source, energy);
+        total.sum_sq[0] = self.project(gauge.gauge());
+        for sweep in 0..self.imp.sweeps {
+            self.sweep(sweep, energy);
         }
-        for_variant!(cur.layout.dim, source.is_some(), energy, go)
+        let shift = self.reference_after(cur, p_ref);
+        self.update(cur, shift);
+        total
     }
 
-    fn run<const D: usize, const SRC: bool, const E: bool>(
+    /// R(Q) and the frozen operator at every interior node, the increments zeroed (halos
+    /// included); returns the residual sums of every equation but continuity, which
+    /// [`Self::project`] gives once the gauge is known, and the gauge's sums.
+    pub(crate) fn residual(
         &mut self,
         c: &Coefficients<R>,
-        cur: &mut Fields<R>,
+        cur: &Fields<R>,
         source: Option<&Fields<R>>,
-        p_ref: usize,
-    ) -> Residuals {
-        let mut total = self.residual_pass::<D, SRC, E>(c, cur, source);
-        self.relax::<D, E>();
-        let delta = &self.delta;
-        let shift = cur.vars[0][p_ref] + R::of(delta.vars[0][p_ref].f64());
-        for (v, (q, dq)) in cur.vars.iter_mut().zip(&delta.vars).enumerate() {
+        energy: bool,
+    ) -> (Residuals, GaugeSums) {
+        macro_rules! go {
+            ($d:literal, $s:literal, $e:literal) => {
+                self.residual_pass::<$d, $s, $e>(c, cur, source)
+            };
+        }
+        let out = for_variant!(cur.layout.dim, source.is_some(), energy, go);
+        for face in &self.interfaces {
+            for r in face.rows(&self.delta.layout, true) {
+                self.delta.vars[r.var][r.offset..r.offset + r.len].fill(S::zero());
+            }
+        }
+        out
+    }
+
+    /// One sweep of the relaxation (number `sweep` of the iteration's).
+    pub(crate) fn sweep(&mut self, sweep: usize, energy: bool) {
+        macro_rules! go {
+            ($d:literal, $s:literal, $e:literal) => {
+                self.relax::<$d, $e>(sweep)
+            };
+        }
+        for_variant!(self.rhs.layout.dim, false, energy, go)
+    }
+
+    /// The pressure at offset `o` once the increment is added: what the update subtracts.
+    pub(crate) fn reference_after(&self, cur: &Fields<R>, o: usize) -> R {
+        cur.vars[0][o] + R::of(self.delta.vars[0][o].f64())
+    }
+
+    /// Adds the increments to `cur`'s interior, less `shift` in pressure.
+    pub(crate) fn update(&self, cur: &mut Fields<R>, shift: R) {
+        for (v, (q, dq)) in cur.vars.iter_mut().zip(&self.delta.vars).enumerate() {
             let s = if v == 0 { shift } else { R::zero() };
-            // Boundary increments are zero; the wall fill that follows overwrites the walls.
+            // Boundary increments are zero; the wall fill that follows overwrites the walls,
+            // the halo exchange the interfaces.
             q.par_iter_mut()
                 .zip(dq.par_iter())
                 .with_min_len(4096)
                 .for_each(|(q, dq)| *q = *q + R::of(dq.f64()) - s);
         }
-        total.nodes = cur.layout.interior_nodes();
-        total
+    }
+
+    /// The increments, whose interface halos a decomposed grid exchanges between sweeps.
+    pub(crate) fn increments(&mut self) -> &mut Fields<S> {
+        &mut self.delta
     }
 
     /// R(Q) and the frozen operator at every interior node; the increments reset to zero.
@@ -328,7 +378,7 @@ impl<R: Real, S: Real> Relaxer<R, S> {
         c: &Coefficients<R>,
         cur: &Fields<R>,
         source: Option<&Fields<R>>,
-    ) -> Residuals {
+    ) -> (Residuals, GaugeSums) {
         let l = cur.layout;
         let (q, src) = (var_slices(Some(cur)), var_slices(source));
         let (op, sides) = (self.op, self.sides);
@@ -403,113 +453,116 @@ impl<R: Real, S: Real> Relaxer<R, S> {
             sum_rp.add(r, s[SUM_RP]);
             sum_w.add(r, s[SUM_W]);
         }
-        // The continuity residual projected off the uniform pressure mode, and its norm. The
-        // sums go in lanes (`LaneSum`): a GPU adds them the same way, so the gauge, which
-        // enters the state, has the same bits on both.
-        let gauge = R::of(sum_rp.total() / sum_w.total());
-        let (resid_p, inv_dt) = (&self.resid_p, &self.inv_dt);
-        let rhs_p: Ptrs<S, 1> = Ptrs::of(&mut self.rhs.vars[..1]);
-        for_rows(&l, &mut self.row_sums, |_, _, start, count, sums| {
-            sums[0] = 0.0;
-            for o in start..start + count {
-                let rp = resid_p[o] - gauge * inv_dt[o];
-                sums[0] += rp.f64() * rp.f64();
-                // SAFETY: each row is one task's.
-                unsafe { rhs_p.set(0, o, S::of(rp.f64())) };
-            }
-        });
-        let mut eq = [0.0; V];
-        eq[0] = self.row_sums.iter().map(|s| s[0]).sum();
-        total.add_sums(&eq[..equations]);
-        total
+        // The sums go in lanes (`LaneSum`): a GPU adds them the same way, so the gauge,
+        // which enters the state, has the same bits on both.
+        let gauge = GaugeSums {
+            resid: sum_rp.total(),
+            weight: sum_w.total(),
+        };
+        (total, gauge)
     }
 
-    /// The sweeps of the relaxation; the result ends in `self.delta`.
-    fn relax<const D: usize, const E: bool>(&mut self) {
+    /// The continuity residual projected off the uniform pressure mode with `gauge` (see
+    /// [`GaugeSums`]) into the right-hand side; returns its sum of squares.
+    pub(crate) fn project(&mut self, gauge: f64) -> f64 {
+        let gauge = R::of(gauge);
+        let (resid_p, inv_dt) = (&self.resid_p, &self.inv_dt);
+        let rhs_p: Ptrs<S, 1> = Ptrs::of(&mut self.rhs.vars[..1]);
+        for_rows(
+            &self.rhs.layout,
+            &mut self.row_sums,
+            |_, _, start, count, sums| {
+                sums[0] = 0.0;
+                for o in start..start + count {
+                    let rp = resid_p[o] - gauge * inv_dt[o];
+                    sums[0] += rp.f64() * rp.f64();
+                    // SAFETY: each row is one task's.
+                    unsafe { rhs_p.set(0, o, S::of(rp.f64())) };
+                }
+            },
+        );
+        self.row_sums.iter().map(|s| s[0]).sum()
+    }
+
+    /// Sweep number `sweep` of the relaxation; the result ends in `self.delta`.
+    fn relax<const D: usize, const E: bool>(&mut self, sweep: usize) {
         let l = self.rhs.layout;
         let sides = self.sides;
-        for sweep in 0..self.imp.sweeps {
-            let forward = sweep % 2 == 0;
-            let cur: Ptrs<S, V> = Ptrs::of(&mut self.delta.vars);
-            let prev: Ptrs<S, V> = Ptrs::of(&mut self.previous.vars);
-            let cx = Ctx {
-                op: self.op,
-                sides,
-                l,
-                st: l.stride,
-                rhs: std::array::from_fn(|v| self.rhs.vars.get(v).map_or(&[][..], |a| a)),
-                frozen: std::array::from_fn(|v| self.frozen.vars[v].as_slice()),
-            };
-            match self.imp.relaxation {
-                Relaxation::Sgs => {
-                    // In place: a forward and a backward lexicographic sweep, each a sequence of
-                    // wavefronts whose tiles run in parallel.
-                    let nb = Sources {
-                        x_lo: cur,
-                        x_hi: cur,
-                        across: cur,
+        let forward = sweep.is_multiple_of(2);
+        let cur: Ptrs<S, V> = Ptrs::of(&mut self.delta.vars);
+        let prev: Ptrs<S, V> = Ptrs::of(&mut self.previous.vars);
+        let cx = Ctx {
+            op: self.op,
+            sides,
+            l,
+            st: l.stride,
+            rhs: std::array::from_fn(|v| self.rhs.vars.get(v).map_or(&[][..], |a| a)),
+            frozen: std::array::from_fn(|v| self.frozen.vars[v].as_slice()),
+        };
+        match self.imp.relaxation {
+            Relaxation::Sgs => {
+                // In place: a forward and a backward lexicographic sweep, each a sequence of
+                // wavefronts whose tiles run in parallel.
+                let nb = Sources {
+                    x_lo: cur,
+                    x_hi: cur,
+                    across: cur,
+                };
+                for forward in [true, false] {
+                    let order: Box<dyn Iterator<Item = &Vec<Tile>>> = if forward {
+                        Box::new(self.waves.iter())
+                    } else {
+                        Box::new(self.waves.iter().rev())
                     };
-                    for forward in [true, false] {
-                        let order: Box<dyn Iterator<Item = &Vec<Tile>>> = if forward {
-                            Box::new(self.waves.iter())
-                        } else {
-                            Box::new(self.waves.iter().rev())
-                        };
-                        for wave in order {
-                            wave.par_iter().for_each(|t| {
-                                // SAFETY: see `wavefronts`.
-                                unsafe { sweep_tile::<S, D, E>(&cx, t, forward, &nb, cur) }
-                            });
-                        }
-                    }
-                }
-                Relaxation::RedBlack => {
-                    let nb = Sources {
-                        x_lo: cur,
-                        x_hi: cur,
-                        across: cur,
-                    };
-                    // Sweeps alternate the colour order, so a sweep after the first starts with
-                    // the colour the one before ended with: relaxing it again from the same
-                    // other-colour values gives the same bits, and is skipped.
-                    let colours = if forward { [0, 1] } else { [1, 0] };
-                    for &colour in &colours[(sweep > 0) as usize..] {
-                        // SAFETY: a node of one colour reads only nodes of the other.
-                        par_lines(&l, |j, k| unsafe {
-                            let first = 1 + (colour + j + k + 1) % 2;
-                            relax_line::<S, D, E>(
-                                &cx,
-                                j,
-                                k,
-                                (first..l.n[0] - 1).step_by(2),
-                                &nb,
-                                cur,
-                            )
+                    for wave in order {
+                        wave.par_iter().for_each(|t| {
+                            // SAFETY: see `wavefronts`.
+                            unsafe { sweep_tile::<S, D, E>(&cx, t, forward, &nb, cur) }
                         });
                     }
                 }
-                Relaxation::Jacobi | Relaxation::Line => {
-                    std::mem::swap(&mut self.delta, &mut self.previous);
-                    let (new, old) = (prev, cur);
-                    let along = self.imp.relaxation == Relaxation::Line;
-                    // Line: the x neighbour behind the march is new, the one ahead and those
-                    // across are the previous sweep's.
-                    let nb = Sources {
-                        x_lo: if along && forward { new } else { old },
-                        x_hi: if along && !forward { new } else { old },
-                        across: old,
-                    };
-                    // SAFETY: each line writes only its own nodes of `new` and reads only its
-                    // own nodes of it.
+            }
+            Relaxation::RedBlack => {
+                let nb = Sources {
+                    x_lo: cur,
+                    x_hi: cur,
+                    across: cur,
+                };
+                // Sweeps alternate the colour order, so a sweep after the first starts with
+                // the colour the one before ended with: relaxing it again from the same
+                // other-colour values gives the same bits, and is skipped (unless a halo
+                // exchange changed some of those values in between).
+                let colours = if forward { [0, 1] } else { [1, 0] };
+                let repeat = sweep > 0 && self.interfaces.is_empty();
+                for &colour in &colours[repeat as usize..] {
+                    // SAFETY: a node of one colour reads only nodes of the other.
                     par_lines(&l, |j, k| unsafe {
-                        let xs = 1..l.n[0] - 1;
-                        if forward {
-                            relax_line::<S, D, E>(&cx, j, k, xs, &nb, new)
-                        } else {
-                            relax_line::<S, D, E>(&cx, j, k, xs.rev(), &nb, new)
-                        }
+                        let first = 1 + (colour + j + k + 1) % 2;
+                        relax_line::<S, D, E>(&cx, j, k, (first..l.n[0] - 1).step_by(2), &nb, cur)
                     });
                 }
+            }
+            Relaxation::Jacobi | Relaxation::Line => {
+                std::mem::swap(&mut self.delta, &mut self.previous);
+                let (new, old) = (prev, cur);
+                let along = self.imp.relaxation == Relaxation::Line;
+                // Line: the x neighbour behind the march is new, the one ahead and those
+                // across are the previous sweep's.
+                let nb = Sources {
+                    x_lo: if along && forward { new } else { old },
+                    x_hi: if along && !forward { new } else { old },
+                    across: old,
+                };
+                // SAFETY: each line writes only its own nodes of `new` and reads only its
+                // own nodes of it.
+                par_lines(&l, |j, k| unsafe {
+                    let xs = 1..l.n[0] - 1;
+                    if forward {
+                        relax_line::<S, D, E>(&cx, j, k, xs, &nb, new)
+                    } else {
+                        relax_line::<S, D, E>(&cx, j, k, xs.rev(), &nb, new)
+                    }
+                });
             }
         }
     }

@@ -20,11 +20,24 @@ macro_rules! for_variant {
     };
 }
 
+/// Runs `$body` with `$r` bound to the implicit relaxation `$relaxation` (a reference in an
+/// `Option` that must be set), whichever its precision.
+macro_rules! with_relaxer {
+    ($relaxation:expr, $r:ident => $body:expr) => {
+        match $relaxation {
+            Some(Relaxation::Single($r)) => $body,
+            Some(Relaxation::Double($r)) => $body,
+            None => unreachable!("an explicit backend"),
+        }
+    };
+}
+
 mod boundary;
 pub mod formulas;
 mod implicit;
 mod step;
 
+use crate::implicit::{GaugeSums, ImplicitBlock};
 use crate::iteration::{iterate, AcKernels};
 use crate::{BlockBackend, Coefficients, Method, Problem, SideBc};
 use ferroflow_core::decomposition::Face;
@@ -108,11 +121,12 @@ impl<R: Real> CpuBackend<R> {
             self.temperature.is_some(),
             self.p_ref,
         );
-        self.residuals = match self.implicit.as_mut() {
-            Some(Relaxation::Single(r)) => self.pool.install(|| r.iterate(c, cur, src, t, p_ref)),
-            Some(Relaxation::Double(r)) => self.pool.install(|| r.iterate(c, cur, src, t, p_ref)),
-            None => unreachable!("an explicit backend"),
-        };
+        self.residuals =
+            with_relaxer!(self.implicit.as_mut(), r => r.iterate(c, cur, src, t, p_ref));
+        self.fill_current_walls();
+    }
+
+    fn fill_current_walls(&mut self) {
         let (cur, sides, t) = (&mut self.cur, &self.sides, self.temperature);
         self.pool
             .install(|| boundary::fill_boundaries(cur, sides, t));
@@ -150,9 +164,7 @@ impl<R: Real> Backend for CpuBackend<R> {
     fn upload(&mut self, fields: &Fields<R>) -> Result<(), BackendError> {
         fields.check_state(&self.cur.layout, self.cur.vars.len(), "cpu")?;
         self.cur.clone_from(fields);
-        let (cur, sides, t) = (&mut self.cur, &self.sides, self.temperature);
-        self.pool
-            .install(|| boundary::fill_boundaries(cur, sides, t));
+        self.fill_current_walls();
         // Boundary nodes of both buffers carry the wall data; the pass writes interiors only.
         self.next.clone_from(&self.cur);
         Ok(())
@@ -215,48 +227,126 @@ impl<R: Real> BlockBackend for CpuBackend<R> {
 
     /// The fused pass computes the residual sums anyway: `norms` changes nothing here.
     fn step(&mut self, p_shift: R, _norms: bool) -> Result<Residuals, BackendError> {
-        if self.implicit.is_some() {
-            return Err(crate::implicit::one_block_only("cpu"));
-        }
         iterate(self, p_shift, true)?;
         Ok(self.residuals.clone())
     }
 
     fn pack(&mut self, face: &Face, buf: &mut [R]) -> Result<(), BackendError> {
-        let rows = face.rows(&self.cur.layout, false);
-        let cur = &self.cur;
-        let parts = split_rows(buf, &rows);
-        self.pool.install(|| {
-            parts.into_par_iter().zip(&rows).for_each(|(part, r)| {
-                part.copy_from_slice(&cur.vars[r.var][r.offset..r.offset + r.len]);
-            })
-        });
+        self.pool.install(|| pack(&self.cur, face, buf));
         Ok(())
     }
 
     fn unpack(&mut self, face: &Face, buf: &[R]) -> Result<(), BackendError> {
-        // Rows of one variable never overlap: unpack variable by variable, rows in parallel.
-        let rows = face.rows(&self.cur.layout, true);
         let cur = &mut self.cur;
-        self.pool.install(|| {
-            for (var, values) in cur.vars.iter_mut().enumerate().take(face.vars) {
-                let mine: Vec<_> = rows.iter().filter(|r| r.var == var).collect();
-                let mut targets = Vec::with_capacity(mine.len());
-                let mut rest: &mut [R] = values;
-                let mut base = 0;
-                for r in &mine {
-                    let (_, tail) = rest.split_at_mut(r.offset - base);
-                    let (row, tail) = tail.split_at_mut(r.len);
-                    targets.push(row);
-                    rest = tail;
-                    base = r.offset + r.len;
-                }
-                targets.into_par_iter().zip(mine).for_each(|(row, r)| {
-                    row.copy_from_slice(&buf[r.at..r.at + r.len]);
-                });
+        self.pool.install(|| unpack(cur, face, buf));
+        Ok(())
+    }
+
+    fn implicit(&mut self) -> Result<&mut dyn ImplicitBlock<R>, BackendError> {
+        match self.implicit {
+            Some(_) => Ok(self),
+            None => Err(BackendError::Failed {
+                backend: "cpu",
+                message: "the implicit phases of an explicit block".into(),
+            }),
+        }
+    }
+}
+
+impl<R: Real> ImplicitBlock<R> for CpuBackend<R> {
+    fn sweeps(&self) -> usize {
+        with_relaxer!(self.implicit.as_ref(), r => r.sweeps())
+    }
+
+    fn residual(&mut self) -> Result<GaugeSums, BackendError> {
+        let (c, cur, src, t) = (
+            &self.coeffs,
+            &self.cur,
+            self.source.as_ref(),
+            self.temperature.is_some(),
+        );
+        let pool = &self.pool;
+        let (residuals, gauge) =
+            with_relaxer!(self.implicit.as_mut(), r => pool.install(|| r.residual(c, cur, src, t)));
+        self.residuals = residuals;
+        Ok(gauge)
+    }
+
+    fn project(&mut self, gauge: f64) -> Result<(), BackendError> {
+        let pool = &self.pool;
+        self.residuals.sum_sq[0] =
+            with_relaxer!(self.implicit.as_mut(), r => pool.install(|| r.project(gauge)));
+        Ok(())
+    }
+
+    fn residuals(&mut self) -> Result<Residuals, BackendError> {
+        Ok(self.residuals.clone())
+    }
+
+    fn sweep(&mut self, sweep: usize) -> Result<(), BackendError> {
+        let (pool, t) = (&self.pool, self.temperature.is_some());
+        with_relaxer!(self.implicit.as_mut(), r => pool.install(|| r.sweep(sweep, t)));
+        Ok(())
+    }
+
+    fn pack_increments(&mut self, face: &Face, buf: &mut [R]) -> Result<(), BackendError> {
+        let pool = &self.pool;
+        with_relaxer!(self.implicit.as_mut(), r => pool.install(|| pack(r.increments(), face, buf)));
+        Ok(())
+    }
+
+    fn unpack_increments(&mut self, face: &Face, buf: &[R]) -> Result<(), BackendError> {
+        let pool = &self.pool;
+        with_relaxer!(self.implicit.as_mut(), r => pool.install(|| unpack(r.increments(), face, buf)));
+        Ok(())
+    }
+
+    fn reference_after(&mut self, offset: usize) -> Result<R, BackendError> {
+        let cur = &self.cur;
+        Ok(with_relaxer!(self.implicit.as_mut(), r => r.reference_after(cur, offset)))
+    }
+
+    fn update(&mut self, shift: R) -> Result<(), BackendError> {
+        let (pool, cur) = (&self.pool, &mut self.cur);
+        with_relaxer!(self.implicit.as_mut(), r => pool.install(|| r.update(cur, shift)));
+        self.fill_current_walls();
+        Ok(())
+    }
+}
+
+/// Packs the values of `fields` that `face` sends into `buf`, in the buffer's precision.
+fn pack<T: Real, R: Real>(fields: &Fields<T>, face: &Face, buf: &mut [R]) {
+    let rows = face.rows(&fields.layout, false);
+    let parts = split_rows(buf, &rows);
+    parts.into_par_iter().zip(&rows).for_each(|(part, r)| {
+        let values = &fields.vars[r.var][r.offset..r.offset + r.len];
+        for (p, v) in part.iter_mut().zip(values) {
+            *p = R::of(v.f64());
+        }
+    });
+}
+
+/// Writes `buf` into the halo of `fields` that `face` receives.
+fn unpack<T: Real, R: Real>(fields: &mut Fields<T>, face: &Face, buf: &[R]) {
+    // Rows of one variable never overlap: unpack variable by variable, rows in parallel.
+    let rows = face.rows(&fields.layout, true);
+    for (var, values) in fields.vars.iter_mut().enumerate().take(face.vars) {
+        let mine: Vec<_> = rows.iter().filter(|r| r.var == var).collect();
+        let mut targets = Vec::with_capacity(mine.len());
+        let mut rest: &mut [T] = values;
+        let mut base = 0;
+        for r in &mine {
+            let (_, tail) = rest.split_at_mut(r.offset - base);
+            let (row, tail) = tail.split_at_mut(r.len);
+            targets.push(row);
+            rest = tail;
+            base = r.offset + r.len;
+        }
+        targets.into_par_iter().zip(mine).for_each(|(row, r)| {
+            for (t, v) in row.iter_mut().zip(&buf[r.at..r.at + r.len]) {
+                *t = T::of(v.f64());
             }
         });
-        Ok(())
     }
 }
 
