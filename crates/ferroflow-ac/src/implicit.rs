@@ -5,17 +5,6 @@ use crate::{Problem, Relax};
 use ferroflow_core::decomposition::Face;
 use ferroflow_core::{BackendError, Real, Residuals};
 
-/// The error of a decomposed run asking for the implicit method on `backend`, which does not
-/// couple blocks in the relaxation yet.
-pub fn one_block_only(backend: &'static str) -> BackendError {
-    BackendError::NotSuitable {
-        backend,
-        what: "numerics.method = \"implicit\" on a grid cut into blocks (the CPU backend only, \
-               so far)"
-            .into(),
-    }
-}
-
 /// A block's sums for the pressure gauge over its interior nodes: the continuity residual
 /// and the explicit step's weight 1 / Δτ. Added over the blocks of a grid, they give the
 /// uniform pressure mode projected off the continuity residual (`gauge`).

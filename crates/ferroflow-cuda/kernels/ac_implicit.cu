@@ -176,9 +176,10 @@ extern "C" __global__ void __launch_bounds__(IMPLICIT_THREADS)
     }
 }
 
-// One warp: the row sums added in lanes over the rows, then the gauge.
+// One warp: the row sums added in lanes over the rows, then the gauge, and both sums (which a
+// decomposed grid adds over its blocks before its gauge is known).
 extern "C" __global__ void implicit_gauge(const double* __restrict__ rows, const idx_t count,
-                                          real_t* __restrict__ gauge) {
+                                          real_t* __restrict__ gauge, double* __restrict__ sums) {
     const int lane = threadIdx.x;
     double rp = 0, w = 0;
     for (idx_t r = lane; r < count; r += WARP) {
@@ -187,7 +188,11 @@ extern "C" __global__ void implicit_gauge(const double* __restrict__ rows, const
     }
     rp = warp_tree(rp);
     w = warp_tree(w);
-    if (lane == 0) *gauge = (real_t)(rp / w);
+    if (lane == 0) {
+        *gauge = (real_t)(rp / w);
+        sums[0] = rp;
+        sums[1] = w;
+    }
 }
 
 // The continuity residual projected off the uniform pressure mode, and its norm (partials of
@@ -369,14 +374,15 @@ __device__ __forceinline__ void jacobi_twice(const ImplCoeffs& op, const Grid& g
     }
 }
 
-// Q + ΔQ into the next state over every element of the arrays (ΔQ is zero outside the
-// interior), p shifted so that it stays referenced at `p_ref`.
+// Q + ΔQ into the next state over every element of the arrays (ΔQ is zero at the walls), p
+// shifted so that it stays referenced at `p_ref`, or by `*given` where not null (a block of a
+// decomposed grid, whose reference node another block may hold).
 extern "C" __global__ void implicit_update(const idx_t len, const int vars, const Vars cur,
                                            const Vars next, const ImplVars delta,
-                                           const idx_t p_ref) {
+                                           const idx_t p_ref, const real_t* __restrict__ given) {
     const idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= len) return;
-    const real_t shift = cur.v[0][p_ref] + (real_t)(double)delta.v[0][p_ref];
+    const real_t shift = given ? *given : cur.v[0][p_ref] + (real_t)(double)delta.v[0][p_ref];
     for (int v = 0; v < vars; ++v) {
         const real_t s = v == 0 ? shift : (real_t)0;
         next.v[v][e] = cur.v[v][e] + (real_t)(double)delta.v[v][e] - s;

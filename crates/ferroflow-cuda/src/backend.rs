@@ -5,7 +5,7 @@
 //! dominates on small grids.
 use crate::compile::{Build, Program, Scalar, Variant};
 use crate::device::{address, Check, Device, GIB};
-use crate::implicit::Relaxer;
+use crate::implicit::{bytes_of, values_of, Relaxer};
 use crate::launch::{
     BoundaryKernel, Coeffs, GridArgs, HaloKernel, NodeBox, ReduceKernel, StepArgs, StepKernel,
 };
@@ -14,7 +14,7 @@ use crate::tune::{self, TuneMode, TuneReport, Tuner};
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaGraph, CudaSlice};
-use ferroflow_ac::implicit::ImplicitBlock;
+use ferroflow_ac::implicit::{GaugeSums, ImplicitBlock};
 use ferroflow_ac::iteration::{finish, iterate, AcKernels};
 use ferroflow_ac::{BlockBackend, Problem};
 use ferroflow_core::decomposition::Face;
@@ -226,7 +226,7 @@ impl<R: Real> CudaBackend<R> {
     }
 
     /// The residual sums of the last iteration queued with norms (waits for it).
-    pub(crate) fn residuals(&self) -> Result<Residuals, BackendError> {
+    pub(crate) fn read_norms(&self) -> Result<Residuals, BackendError> {
         let sums = self.norms.read(&self.device.stream)?;
         Ok(Residuals {
             sum_sq: sums,
@@ -244,22 +244,11 @@ impl<R: Real> CudaBackend<R> {
         buf: CUdeviceptr,
         unpack: bool,
     ) -> Result<(), BackendError> {
-        let mut at = 0;
-        for var in 0..face.vars {
-            let region = face.region(&self.layout, var, unpack);
-            let len = ferroflow_core::decomposition::region_len(&region);
-            let buf = buf + (at * std::mem::size_of::<R>()) as CUdeviceptr;
-            self.halo.launch(
-                stream,
-                vars.v[var],
-                buf,
-                &self.args.grid,
-                &NodeBox::of(&region),
-                unpack,
-            )?;
-            at += len;
-        }
-        Ok(())
+        let size = std::mem::size_of::<R>();
+        let (grid, layout) = (&self.args.grid, &self.layout);
+        queue_face(
+            &self.halo, stream, grid, layout, vars, face, buf, size, unpack,
+        )
     }
 
     /// The device face buffer, grown to `bytes` bytes.
@@ -323,6 +312,38 @@ impl<R: Real> CudaBackend<R> {
     }
 }
 
+/// Queues packing (or unpacking) `face` of the arrays `vars` (elements of `size` bytes, which
+/// `halo` copies) to (from) the device buffer at `buf`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn queue_face(
+    halo: &HaloKernel,
+    stream: &cudarc::driver::CudaStream,
+    grid: &GridArgs,
+    layout: &Layout,
+    vars: &crate::launch::Vars,
+    face: &Face,
+    buf: CUdeviceptr,
+    size: usize,
+    unpack: bool,
+) -> Result<(), BackendError> {
+    let mut at = 0;
+    for var in 0..face.vars {
+        let region = face.region(layout, var, unpack);
+        let len = ferroflow_core::decomposition::region_len(&region);
+        let buf = buf + (at * size) as CUdeviceptr;
+        halo.launch(
+            stream,
+            vars.v[var],
+            buf,
+            grid,
+            &NodeBox::of(&region),
+            unpack,
+        )?;
+        at += len;
+    }
+    Ok(())
+}
+
 /// Errors unless the device has room for the state, the source term and the residual sums.
 fn ensure_memory<R: Real>(device: &Device, problem: &Problem<R>) -> Result<(), BackendError> {
     let layout = problem.layout;
@@ -383,7 +404,7 @@ impl<R: Real> Backend for CudaBackend<R> {
             self.iteration(false)?;
         }
         self.iteration(true)?;
-        self.residuals()
+        self.read_norms()
     }
 
     fn download(&mut self) -> Result<Fields<R>, BackendError> {
@@ -431,7 +452,8 @@ impl<R: Real> AcKernels for CudaBackend<R> {
 /// Host-driven blocks (the generic driver, MPI): every call waits for the device.
 impl<R: Real> BlockBackend for CudaBackend<R> {
     fn implicit(&mut self) -> Result<&mut dyn ImplicitBlock<R>, BackendError> {
-        Err(ferroflow_ac::implicit::one_block_only("cuda"))
+        relaxer(&mut self.implicit)?;
+        Ok(self)
     }
 
     fn pressure_at(&mut self, offset: usize) -> Result<R, BackendError> {
@@ -445,7 +467,7 @@ impl<R: Real> BlockBackend for CudaBackend<R> {
             .check("copying the pressure shift to the device")?;
         iterate(self, self.given_shift(), norms)?;
         if norms {
-            self.residuals()
+            self.read_norms()
         } else {
             Ok(Residuals::default())
         }
@@ -475,6 +497,129 @@ impl<R: Real> BlockBackend for CudaBackend<R> {
         }
         self.queue_face(&stream, &self.state.cur(), face, dev, true)?;
         stream.synchronize().check("unpacking a face")
+    }
+}
+
+/// The implicit iteration of a block of a decomposed grid, phase by phase (see
+/// `ImplicitBlock`): each phase queues its kernels; the gauge's sums, the reference pressure
+/// and the increments' faces go through the host.
+impl<R: Real> ImplicitBlock<R> for CudaBackend<R> {
+    fn sweeps(&self) -> usize {
+        self.implicit.as_ref().map_or(0, Relaxer::sweeps)
+    }
+
+    fn residual(&mut self) -> Result<GaugeSums, BackendError> {
+        let stream = self.device.stream.clone();
+        let (a, cur) = (&self.args, self.state.cur());
+        let r = relaxer(&mut self.implicit)?;
+        r.zero_increments(&stream)?;
+        r.queue_residual(&stream, &a.coeffs, &a.grid, &cur, &a.src, &self.norms)?;
+        let [resid, weight] = r.read_sums(&stream)?;
+        Ok(GaugeSums { resid, weight })
+    }
+
+    fn project(&mut self, gauge: f64) -> Result<(), BackendError> {
+        let stream = self.device.stream.clone();
+        let r = relaxer(&mut self.implicit)?;
+        r.set_gauge(&stream, R::of(gauge))?;
+        r.queue_project(&stream, &self.args.grid, &self.norms)
+    }
+
+    fn residuals(&mut self) -> Result<Residuals, BackendError> {
+        self.reduce_norms()?;
+        self.read_norms()
+    }
+
+    fn sweep(&mut self, sweep: usize) -> Result<(), BackendError> {
+        let stream = self.device.stream.clone();
+        let r = relaxer(&mut self.implicit)?;
+        r.queue_sweeps(&stream, &self.args.grid, sweep % 2, 1)?;
+        r.latest = 1 - sweep % 2;
+        Ok(())
+    }
+
+    fn pack_increments(&mut self, face: &Face, buf: &mut [R]) -> Result<(), BackendError> {
+        let stream = self.device.stream.clone();
+        let size = relaxer(&mut self.implicit)?.value_bytes();
+        let dev = self.face_buffer(buf.len() * size)?;
+        self.queue_increments_face(face, dev, false)?;
+        let mut packed = vec![0u8; buf.len() * size];
+        if let Some(f) = self.face.as_ref() {
+            stream
+                .memcpy_dtoh(&f.slice(..packed.len()), &mut packed)
+                .check("copying a face to the host")?;
+        }
+        stream.synchronize().check("packing a face")?;
+        for (b, v) in buf.iter_mut().zip(values_of(&packed, size)) {
+            *b = R::of(v);
+        }
+        Ok(())
+    }
+
+    fn unpack_increments(&mut self, face: &Face, buf: &[R]) -> Result<(), BackendError> {
+        let stream = self.device.stream.clone();
+        let size = relaxer(&mut self.implicit)?.value_bytes();
+        let packed = bytes_of(buf.iter().map(|v| v.f64()), size);
+        let dev = self.face_buffer(packed.len())?;
+        if let Some(f) = self.face.as_mut() {
+            stream
+                .memcpy_htod(&packed, &mut f.slice_mut(..packed.len()))
+                .check("copying a face to the device")?;
+        }
+        self.queue_increments_face(face, dev, true)?;
+        stream.synchronize().check("unpacking a face")
+    }
+
+    fn reference_after(&mut self, offset: usize) -> Result<R, BackendError> {
+        let stream = self.device.stream.clone();
+        let p: R = self.state.value(&stream, 0, offset)?;
+        let r = relaxer(&mut self.implicit)?;
+        Ok(p + R::of(r.increment_at(&stream, r.latest, offset)?))
+    }
+
+    fn update(&mut self, shift: R) -> Result<(), BackendError> {
+        let stream = self.device.stream.clone();
+        stream
+            .memcpy_htod(bytes(&[shift]), &mut self.shifts)
+            .check("copying the pressure shift to the device")?;
+        let (cur, next, given) = (self.state.cur(), self.state.next(), self.given_shift());
+        let r = relaxer(&mut self.implicit)?;
+        r.queue_update(&stream, &cur, &next, r.latest, given)?;
+        finish(self, 0, false)
+    }
+}
+
+impl<R: Real> CudaBackend<R> {
+    /// Queues packing (or unpacking) `face` of the latest increments to (from) the device
+    /// buffer at `buf`.
+    fn queue_increments_face(
+        &mut self,
+        face: &Face,
+        buf: CUdeviceptr,
+        unpack: bool,
+    ) -> Result<(), BackendError> {
+        let stream = self.device.stream.clone();
+        let r = relaxer(&mut self.implicit)?;
+        let halo = r.halo.as_ref().ok_or_else(no_interfaces)?;
+        let (vars, size) = (r.increments(r.latest), r.value_bytes());
+        let (grid, layout) = (&self.args.grid, &self.layout);
+        queue_face(halo, &stream, grid, layout, vars, face, buf, size, unpack)
+    }
+}
+
+/// The relaxation of a block asking for the implicit method.
+fn relaxer(implicit: &mut Option<Relaxer>) -> Result<&mut Relaxer, BackendError> {
+    implicit.as_mut().ok_or_else(|| BackendError::Failed {
+        backend: "cuda",
+        message: "the implicit phases of an explicit block".into(),
+    })
+}
+
+/// The error of a block without interfaces asked to move its increments' halos.
+fn no_interfaces() -> BackendError {
+    BackendError::Failed {
+        backend: "cuda",
+        message: "a halo of the increments asked of a block without interfaces".into(),
     }
 }
 

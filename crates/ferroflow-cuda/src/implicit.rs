@@ -3,11 +3,11 @@
 //! explicit pass). Jacobi sweeps only: the relaxation whose nodes are all independent.
 use crate::compile::{Build, Program, Scalar, Variant};
 use crate::device::{address, Check, Device};
-use crate::launch::{GridArgs, Vars};
-use crate::state::{Arrays, Norms};
+use crate::launch::{GridArgs, HaloKernel, Vars};
+use crate::state::{bytes, Arrays, Norms};
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+    CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
 };
 use ferroflow_ac::implicit::ImplicitCoefficients;
 use ferroflow_ac::{Problem, Relax, Relaxation, SideBc};
@@ -28,8 +28,8 @@ const FUSED_PLANES: usize = 16;
 /// The operator's constants in either precision, passed by value.
 #[derive(Clone, Copy)]
 enum Op {
-    F32(ImplicitCoefficients<f32>),
-    F64(ImplicitCoefficients<f64>),
+    F32(OpArg<f32>),
+    F64(OpArg<f64>),
 }
 
 #[repr(transparent)]
@@ -70,6 +70,8 @@ pub(crate) struct Relaxer {
     inv_dt: CudaSlice<u8>,
     row_sums: CudaSlice<f64>,
     gauge: CudaSlice<u8>,
+    /// Σ R_p and Σ 1 / Δτ, the gauge's sums.
+    sums: CudaSlice<f64>,
     /// Right-hand side, frozen operator (two sets of five arrays) and the two increment
     /// buffers, in the operator's precision.
     rhs: Arrays,
@@ -79,6 +81,10 @@ pub(crate) struct Relaxer {
     grid: (u32, u32, u32),
     /// Launch of `implicit_jacobi_twice`.
     twice: LaunchConfig,
+    /// `halo_box` in the implicit precision, for a block with interfaces.
+    pub(crate) halo: Option<HaloKernel>,
+    /// The increment buffer the last sweep wrote.
+    pub(crate) latest: usize,
 }
 
 /// The relaxation a GPU can run, or why not.
@@ -173,6 +179,19 @@ impl Relaxer {
             block_dim: (FUSED_X, fused_y, 1),
             shared_mem_bytes: 0,
         };
+        let halo = match problem.sides.contains(&SideBc::Interface) {
+            true => {
+                let cubin = device.compile(&Build {
+                    program: Program::Boundary,
+                    precision: implicit,
+                    fmad,
+                })?;
+                Some(HaloKernel {
+                    function: device.load(cubin, "halo_box")?,
+                })
+            }
+            false => None,
+        };
         Ok(Relaxer {
             residual: load("implicit_residual")?,
             rows: load("implicit_rows")?,
@@ -182,9 +201,9 @@ impl Relaxer {
             jacobi_twice: load("implicit_jacobi_twice")?,
             update: load("implicit_update")?,
             op: if imp.single {
-                Op::F32(ImplicitCoefficients::new(problem, imp))
+                Op::F32(OpArg(ImplicitCoefficients::new(problem, imp)))
             } else {
-                Op::F64(ImplicitCoefficients::new(problem, imp))
+                Op::F64(OpArg(ImplicitCoefficients::new(problem, imp)))
             },
             sweeps: imp.sweeps,
             sides,
@@ -197,6 +216,9 @@ impl Relaxer {
                 .alloc_zeros::<f64>(2 * rows)
                 .check("allocating the implicit relaxation's arrays")?,
             gauge: zeros(std::mem::size_of::<R>())?,
+            sums: stream
+                .alloc_zeros::<f64>(2)
+                .check("allocating the implicit relaxation's arrays")?,
             rhs: Arrays::new(stream, eq, imp_bytes)?,
             frozen: [
                 Arrays::new(stream, FROZEN / 2, imp_bytes)?,
@@ -208,7 +230,65 @@ impl Relaxer {
             ],
             grid,
             twice,
+            halo,
+            latest: 0,
         })
+    }
+
+    /// Sweeps per iteration.
+    pub fn sweeps(&self) -> usize {
+        self.sweeps
+    }
+
+    /// Bytes of a value of the implicit precision.
+    pub fn value_bytes(&self) -> usize {
+        match self.op {
+            Op::F32(_) => 4,
+            Op::F64(_) => 8,
+        }
+    }
+
+    /// The increment buffer `from`'s arrays.
+    pub fn increments(&self, from: usize) -> &Vars {
+        &self.delta[from].vars
+    }
+
+    /// Zeroes increment buffer 0, halos included (the residual kernel zeroes its interior
+    /// only): the first sweep of a block with interfaces reads it.
+    pub fn zero_increments(&mut self, stream: &Arc<CudaStream>) -> Result<(), BackendError> {
+        self.delta[0].zero(stream)
+    }
+
+    /// The gauge's two sums of the last residual queued (waits for it).
+    pub fn read_sums(&self, stream: &Arc<CudaStream>) -> Result<[f64; 2], BackendError> {
+        let sums = stream
+            .clone_dtoh(&self.sums)
+            .check("copying the gauge's sums to the host")?;
+        stream.synchronize().check("summing the gauge")?;
+        Ok([sums[0], sums[1]])
+    }
+
+    /// Sets the gauge the projection uses.
+    pub fn set_gauge<R: Real>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        gauge: R,
+    ) -> Result<(), BackendError> {
+        stream
+            .memcpy_htod(bytes(&[gauge]), &mut self.gauge)
+            .check("copying the gauge to the device")
+    }
+
+    /// The pressure increment of buffer `from` at `offset`, in f64 (waits for the work
+    /// queued before).
+    pub fn increment_at(
+        &self,
+        stream: &Arc<CudaStream>,
+        from: usize,
+        offset: usize,
+    ) -> Result<f64, BackendError> {
+        let b = self.delta[from].element(stream, 0, offset, self.value_bytes())?;
+        Ok(values_of(&b, self.value_bytes())[0])
     }
 
     /// Residual partial sums per equation: one per block of the per-node kernels.
@@ -230,42 +310,39 @@ impl Relaxer {
         src: &Vars,
         norms: &Norms,
     ) -> Result<(), BackendError> {
-        let per_node = LaunchConfig {
-            grid_dim: self.grid,
-            block_dim: (BLOCK.0, BLOCK.1, 1),
-            shared_mem_bytes: 0,
-        };
-        let flat = |n: usize| LaunchConfig {
-            grid_dim: ((n as u32).div_ceil(FLAT), 1, 1),
-            block_dim: (FLAT, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        self.queue_residual(stream, coeffs, grid, cur, src, norms)?;
+        self.queue_project(stream, grid, norms)?;
+        // Two sweeps per launch while two are left, from one buffer into the other.
+        let (mut from, mut left) = (0, self.sweeps);
+        while left > 0 {
+            let done = left.min(2);
+            self.queue_sweeps(stream, grid, from, done)?;
+            from = 1 - from;
+            left -= done;
+        }
+        self.queue_update(stream, cur, next, from, 0)
+    }
+
+    /// Queues R(Q) and the frozen operator (increments zeroed in the interior), the rows'
+    /// sums for the gauge, and the gauge with its two sums.
+    pub fn queue_residual<R: Real>(
+        &self,
+        stream: &Arc<CudaStream>,
+        coeffs: &crate::launch::Coeffs<R>,
+        grid: &GridArgs,
+        cur: &Vars,
+        src: &Vars,
+        norms: &Norms,
+    ) -> Result<(), BackendError> {
         let ptr = |s: &CudaSlice<u8>| address(s, stream);
         let (resid_p, inv_dt, gauge) = (ptr(&self.resid_p), ptr(&self.inv_dt), ptr(&self.gauge));
         let row_sums = address(&self.row_sums, stream);
+        let sums = address(&self.sums, stream);
         let partials = norms.partials(stream);
-        let [f0, f1] = &self.frozen;
-        let mut frozen = FrozenArgs { v: [0; FROZEN] };
-        frozen.v[..5].copy_from_slice(&f0.vars.v);
-        frozen.v[5..].copy_from_slice(&f1.vars.v);
-        let (op32, op64) = match self.op {
-            Op::F32(op) => (Some(OpArg(op)), None),
-            Op::F64(op) => (None, Some(OpArg(op))),
-        };
-        // Pushes the operator's constants in their precision.
-        macro_rules! op {
-            ($launch:expr) => {
-                match (&op32, &op64) {
-                    (Some(op), _) => $launch.arg(op),
-                    (_, Some(op)) => $launch.arg(op),
-                    _ => unreachable!("one precision"),
-                }
-            };
-        }
-
+        let frozen = self.frozen_args();
         let mut launch = stream.launch_builder(&self.residual);
         launch.arg(coeffs);
-        op!(launch);
+        self.op.push(&mut launch);
         launch
             .arg(grid)
             .arg(cur)
@@ -280,7 +357,7 @@ impl Relaxer {
         // SAFETY (every launch here): the arguments match the kernel's parameters in order and
         // type; every array holds the layout's nodes and ghosts, the stencils reach two nodes
         // past the interior, and `partials` holds equations × blocks values.
-        unsafe { launch.launch(per_node) }.check("launching implicit_residual")?;
+        unsafe { launch.launch(self.per_node()) }.check("launching implicit_residual")?;
 
         let rows = self.row_sums.len() / 2;
         let mut launch = stream.launch_builder(&self.rows);
@@ -291,14 +368,26 @@ impl Relaxer {
 
         let count = rows as i64;
         let mut launch = stream.launch_builder(&self.gauge_sum);
-        launch.arg(&row_sums).arg(&count).arg(&gauge);
+        launch.arg(&row_sums).arg(&count).arg(&gauge).arg(&sums);
         let one_warp = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (32, 1, 1),
             shared_mem_bytes: 0,
         };
         unsafe { launch.launch(one_warp) }.check("launching implicit_gauge")?;
+        Ok(())
+    }
 
+    /// Queues the continuity residual's projection with the gauge on the device.
+    pub fn queue_project(
+        &self,
+        stream: &Arc<CudaStream>,
+        grid: &GridArgs,
+        norms: &Norms,
+    ) -> Result<(), BackendError> {
+        let ptr = |s: &CudaSlice<u8>| address(s, stream);
+        let (resid_p, inv_dt, gauge) = (ptr(&self.resid_p), ptr(&self.inv_dt), ptr(&self.gauge));
+        let partials = norms.partials(stream);
         let mut launch = stream.launch_builder(&self.project);
         launch
             .arg(grid)
@@ -307,30 +396,46 @@ impl Relaxer {
             .arg(&gauge)
             .arg(&self.rhs.vars.v[0])
             .arg(&partials);
-        unsafe { launch.launch(per_node) }.check("launching implicit_project")?;
+        unsafe { launch.launch(self.per_node()) }.check("launching implicit_project")?;
+        Ok(())
+    }
 
-        // Two sweeps per launch while two are left, from one buffer into the other.
-        let (mut from, mut left) = (0, self.sweeps);
-        while left > 0 {
-            let (function, config, done) = if left >= 2 {
-                (&self.jacobi_twice, self.twice, 2)
-            } else {
-                (&self.jacobi, per_node, 1)
-            };
-            let mut launch = stream.launch_builder(function);
-            op!(launch);
-            launch
-                .arg(grid)
-                .arg(&self.sides)
-                .arg(&self.rhs.vars)
-                .arg(&frozen)
-                .arg(&self.delta[from].vars)
-                .arg(&self.delta[1 - from].vars);
-            unsafe { launch.launch(config) }.check("launching implicit_jacobi")?;
-            from = 1 - from;
-            left -= done;
-        }
+    /// Queues `count` (1 or 2) Jacobi sweeps from increment buffer `from` into the other.
+    pub fn queue_sweeps(
+        &self,
+        stream: &Arc<CudaStream>,
+        grid: &GridArgs,
+        from: usize,
+        count: usize,
+    ) -> Result<(), BackendError> {
+        let (function, config) = match count {
+            2 => (&self.jacobi_twice, self.twice),
+            _ => (&self.jacobi, self.per_node()),
+        };
+        let frozen = self.frozen_args();
+        let mut launch = stream.launch_builder(function);
+        self.op.push(&mut launch);
+        launch
+            .arg(grid)
+            .arg(&self.sides)
+            .arg(&self.rhs.vars)
+            .arg(&frozen)
+            .arg(&self.delta[from].vars)
+            .arg(&self.delta[1 - from].vars);
+        unsafe { launch.launch(config) }.check("launching implicit_jacobi")?;
+        Ok(())
+    }
 
+    /// Queues Q + ΔQ (increment buffer `from`) into `next`, pressure shifted by the value at
+    /// device address `given` (0: by the reference node's own).
+    pub fn queue_update(
+        &self,
+        stream: &Arc<CudaStream>,
+        cur: &Vars,
+        next: &Vars,
+        from: usize,
+        given: CUdeviceptr,
+    ) -> Result<(), BackendError> {
         let len = self.layout.len as i64;
         let vars = self.equations as i32;
         let mut launch = stream.launch_builder(&self.update);
@@ -340,8 +445,68 @@ impl Relaxer {
             .arg(cur)
             .arg(next)
             .arg(&self.delta[from].vars)
-            .arg(&self.p_ref);
+            .arg(&self.p_ref)
+            .arg(&given);
         unsafe { launch.launch(flat(self.layout.len)) }.check("launching implicit_update")?;
         Ok(())
+    }
+
+    /// The per-node kernels' launch.
+    fn per_node(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: self.grid,
+            block_dim: (BLOCK.0, BLOCK.1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// Both sets of frozen operator arrays as one kernel argument.
+    fn frozen_args(&self) -> FrozenArgs {
+        let [f0, f1] = &self.frozen;
+        let mut frozen = FrozenArgs { v: [0; FROZEN] };
+        frozen.v[..5].copy_from_slice(&f0.vars.v);
+        frozen.v[5..].copy_from_slice(&f1.vars.v);
+        frozen
+    }
+}
+
+/// Values of `size` bytes each (4: f32, 8: f64), in f64.
+pub(crate) fn values_of(b: &[u8], size: usize) -> Vec<f64> {
+    b.chunks_exact(size)
+        .map(|c| match c.try_into() {
+            Ok(four) => f32::from_ne_bytes(four) as f64,
+            Err(_) => f64::from_ne_bytes(c.try_into().expect("4 or 8 bytes")),
+        })
+        .collect()
+}
+
+/// The bytes of `values` rounded to `size` bytes each (4: f32, 8: f64).
+pub(crate) fn bytes_of(values: impl Iterator<Item = f64>, size: usize) -> Vec<u8> {
+    let mut b = Vec::new();
+    for v in values {
+        match size {
+            4 => b.extend_from_slice(&(v as f32).to_ne_bytes()),
+            _ => b.extend_from_slice(&v.to_ne_bytes()),
+        }
+    }
+    b
+}
+
+/// A flat launch over `n` elements.
+fn flat(n: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((n as u32).div_ceil(FLAT), 1, 1),
+        block_dim: (FLAT, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+impl Op {
+    /// Pushes the constants, in their precision, as the next argument of `launch`.
+    fn push<'a>(&'a self, launch: &mut LaunchArgs<'a>) {
+        match self {
+            Op::F32(op) => launch.arg(op),
+            Op::F64(op) => launch.arg(op),
+        };
     }
 }

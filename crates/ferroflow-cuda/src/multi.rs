@@ -105,7 +105,11 @@ impl<R: Real> MultiGpu<R> {
     ) -> Result<MultiGpu<R>, BackendError> {
         decomposition.check_grid(&problem.layout, "cuda")?;
         if let ferroflow_ac::Method::Implicit(_) = problem.numerics.method {
-            return Err(ferroflow_ac::implicit::one_block_only("cuda"));
+            // Its blocks relax on their own under `Decomposed`, halos through the host.
+            return Err(BackendError::NotSuitable {
+                backend: "cuda",
+                what: "numerics.method = \"implicit\" in the multi-GPU driver".into(),
+            });
         }
         if options.devices.is_empty() {
             return Err(failed("no devices given".into()));
@@ -377,7 +381,7 @@ impl<R: Real> Backend for MultiGpu<R> {
         for it in 0..iterations {
             self.iterate(it + 1 == iterations)?;
         }
-        let sums = self.blocks.iter().map(|b| b.backend.residuals());
+        let sums = self.blocks.iter().map(|b| b.backend.read_norms());
         let sums = sums.collect::<Result<Vec<_>, _>>()?;
         Ok(self.decomposition.sum_residuals(self.equations, sums))
     }

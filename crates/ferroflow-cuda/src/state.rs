@@ -50,6 +50,32 @@ impl Arrays {
         Ok(Arrays { slices, vars })
     }
 
+    /// Zeroes every array.
+    pub fn zero(&mut self, stream: &Arc<CudaStream>) -> Result<(), BackendError> {
+        for slice in &mut self.slices {
+            stream.memset_zeros(slice).check("zeroing a device array")?;
+        }
+        Ok(())
+    }
+
+    /// The bytes of element `offset` of array `var` (elements of `size` bytes), copied to the
+    /// host (waits for the work queued before).
+    pub fn element(
+        &self,
+        stream: &Arc<CudaStream>,
+        var: usize,
+        offset: usize,
+        size: usize,
+    ) -> Result<Vec<u8>, BackendError> {
+        let mut value = vec![0u8; size];
+        let slice = self.slices[var].slice(offset * size..(offset + 1) * size);
+        stream
+            .memcpy_dtoh(&slice, &mut value)
+            .check("copying a value to the host")?;
+        stream.synchronize().check("reading a value")?;
+        Ok(value)
+    }
+
     fn upload<R: Real>(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -157,13 +183,10 @@ impl State {
         var: usize,
         offset: usize,
     ) -> Result<R, BackendError> {
-        let size = std::mem::size_of::<R>();
+        let bytes =
+            self.buffers[self.cur].element(stream, var, offset, std::mem::size_of::<R>())?;
         let mut value = [R::zero()];
-        let slice = self.buffers[self.cur].slices[var].slice(offset * size..(offset + 1) * size);
-        stream
-            .memcpy_dtoh(&slice, bytes_mut(&mut value))
-            .check("copying a value to the host")?;
-        stream.synchronize().check("reading a value")?;
+        bytes_mut(&mut value).copy_from_slice(&bytes);
         Ok(value[0])
     }
 

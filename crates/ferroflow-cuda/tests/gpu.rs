@@ -4,13 +4,15 @@
 //! and tuning that leaves the state alone. They need a GPU, so `cargo test` ignores them; run
 //! with `--ignored` (scripts/gpu-check.sh does) they fail where no GPU is usable.
 use ferroflow_ac::cpu::CpuBackend;
-use ferroflow_ac::{Implicit, Method, Numerics, Problem, Relaxation, SideBc};
+use ferroflow_ac::{Decomposed, Implicit, Method, Numerics, Problem, Relaxation, SideBc};
 use ferroflow_cases::convection::HeatedCavity;
 use ferroflow_cases::{cavity, mms::Manufactured};
+use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, Fields, Real, Residuals};
 use ferroflow_cuda::{
     candidates, probe, CudaBackend, CudaOptions, LaunchShape, TuneMode, TuneSource,
 };
+use ferroflow_parallel::InProcess;
 
 /// Iterations per `advance` call, as the driver makes them: the first alone, then chunks
 /// (1000 in all).
@@ -247,6 +249,60 @@ fn implicit_jacobi_is_bitwise_the_cpu_in_f64() {
             let mut plain = CudaBackend::new(&problem, &direct).unwrap();
             let (_, plain_state) = run(&mut plain, &[50]);
             assert!(plain_state == gpu_state, "{label}: graphs change the state");
+        }
+    }
+}
+
+/// Blocks of a decomposed grid relaxed on the GPU (halos of the increments through the host
+/// after every sweep) give the CPU's blocks bit for bit, and the one-GPU state to the rounding
+/// of the gauge's sums.
+#[test]
+#[ignore = "needs a GPU: run with --ignored, see README.md or scripts/gpu-check.sh"]
+fn implicit_jacobi_on_blocks_is_bitwise_the_cpu_blocks_in_f64() {
+    gpu();
+    let problems = [
+        ("cavity 2D", cavity::<f64>(2), [3, 2, 1]),
+        ("heated 3D", heated::<f64>(3), [2, 1, 2]),
+        ("mms energy 3D", manufactured_energy::<f64>(3), [1, 3, 1]),
+    ];
+    for single in [false, true] {
+        for (label, problem, blocks) in &problems {
+            let label = format!(
+                "{label} {blocks:?} implicit jacobi, f{}",
+                32 << !single as u8
+            );
+            let problem = jacobi(problem.clone(), single);
+            let d = Decomposition::new(problem.layout.dim, problem.layout.n, *blocks).unwrap();
+            let mut cpu =
+                Decomposed::new(&problem, d.clone(), InProcess, |p, _| CpuBackend::new(p, 0))
+                    .unwrap();
+            let mut gpu = Decomposed::new(&problem, d, InProcess, |p, _| {
+                CudaBackend::new(p, &untuned())
+            })
+            .unwrap();
+            let chunks = [1, 20, 29];
+            let (cpu_res, cpu_state) = run(&mut cpu, &chunks);
+            let (gpu_res, gpu_state) = run(&mut gpu, &chunks);
+            assert!(gpu_state.first_non_finite().is_none(), "{label}");
+            let names = problem.variable_names();
+            let rel = field_differences(&label, names, &cpu_state, &gpu_state);
+            assert!(cpu_state == gpu_state, "{label}: states differ ({rel:?})");
+            assert!(residual_difference(&label, &cpu_res, &gpu_res) < 1e-12);
+            // Nodes only: the ghosts beyond the walls of a gathered grid are not iterated.
+            let mut one = CudaBackend::new(&problem, &untuned()).unwrap();
+            let (_, one_state) = run(&mut one, &chunks);
+            let mut worst = 0.0f64;
+            for (x, y) in one_state.vars.iter().zip(&gpu_state.vars) {
+                let scale = x.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+                one_state.layout.for_each_node(|_, _, _, o| {
+                    worst = worst.max((x[o] - y[o]).abs() / scale);
+                });
+            }
+            println!("{label}: one block against blocks, max difference {worst:.3e}");
+            assert!(
+                worst < if single { 1e-5 } else { 1e-12 },
+                "{label}: {worst:e}"
+            );
         }
     }
 }

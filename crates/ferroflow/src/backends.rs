@@ -106,7 +106,8 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
         d => d.to_vec(),
     };
     let processes = transport.rank_size().1;
-    if processes == 1 {
+    let implicit = matches!(problem.numerics.method, Method::Implicit(_));
+    if processes == 1 && !implicit {
         // One process: the blocks stay on their devices and exchange halos there.
         let multi = MultiGpuOptions {
             devices: devices.clone(),
@@ -135,7 +136,12 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
         let device = devices[e.id % devices.len()];
         CudaBackend::new(p, &CudaOptions { device, ..options })
     })?;
-    let detail = format!("on devices {devices:?}, staged through the host");
+    // MPI processes, or the implicit method (whose blocks the multi-GPU driver cannot
+    // couple yet): every block on its own, its halos through the host.
+    let detail = format!(
+        "on devices {devices:?}, staged through the host{}",
+        relaxation_note(problem, true)
+    );
     let line = cut_line("cuda", b.decomposition(), &detail, processes);
     Ok((Box::new(b), line))
 }

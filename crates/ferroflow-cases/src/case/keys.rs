@@ -275,8 +275,10 @@ pub const KEYS: [KeyDoc; 44] = [
         "How each pseudo-time iteration advances the state: `explicit`, one local pseudo-time \
          step (seed 000's scheme); `implicit`, the delta form A ΔQ = R(Q) with the same \
          residual R, relaxed against a frozen first-order approximation A of its Jacobian \
-         (seed 003; one block, on the CPU or, relaxed by Jacobi sweeps, on a GPU). Both \
-         converge to the same answer",
+         (seed 003; on the CPU, or relaxed by Jacobi sweeps on a GPU). On a grid cut into \
+         blocks each block relaxes its own nodes and takes its neighbours' increments from the \
+         halo exchange after every sweep (Jacobi across blocks; on GPUs through the host, \
+         slow). Both methods converge to the same answer",
     ),
     key(
         "numerics.relaxation",
