@@ -129,14 +129,15 @@ fn cavity_2d_re100_matches_ghia() {
     assert!(cavity_deviation("cavity2d-re100", None) < 0.01);
 }
 
+/// About 2,900 implicit iterations on 129² (the explicit scheme needs 387k).
 #[test]
-#[ignore = "heavy: about 400k iterations on 129^2"]
 fn cavity_2d_re1000_matches_ghia() {
     assert!(cavity_deviation("cavity2d-re1000", None) < 0.02);
 }
 
+/// 3D Re = 1000 on 49³: about 25 s on two cores with the implicit method (8 minutes on one
+/// core explicitly).
 #[test]
-#[ignore = "heavy: 3D Re = 1000 on 49^3, about 8 minutes on one core"]
 fn cavity_3d_re1000_against_albensoeder_kuhlmann() {
     // 49^3 under-resolves the Re = 1000 wall layers: measured 0.193 (v at x = 0.906), with
     // profiles of the right shape but too weak. This guards that figure; 0.02 needs >= 129^3.
@@ -175,9 +176,12 @@ fn bdc2d_nusselt_approaches_de_vahl_davis() {
         (0.0..0.025).contains(&reference.relative_deviation),
         "{reference:?}"
     );
-    // The scheme keeps the cavity's centro-symmetry (x, y, T, u) -> (L - x, L - y, -T, -u)
-    // exactly, so hot and cold walls agree to rounding.
-    assert!(report.energy_imbalance.abs() < 1e-12);
+    // The scheme keeps the cavity's centro-symmetry (x, y, T, u) -> (L - x, L - y, -T, -u),
+    // so hot and cold walls agree: to rounding with the explicit iteration, to the tolerance
+    // (1e-7 relative residuals) with the implicit one, whose lexicographic sweeps are not
+    // symmetric (the default method).
+    let imbalance = report.energy_imbalance;
+    assert!(imbalance.abs() < 1e-6, "{imbalance}");
     let [u, v] = [0, 1].map(|m| report.velocity_maxima[m].nondimensional);
     // de Vahl Davis: u_max 34.73 at y = 0.855, v_max 68.59 at x = 0.066.
     assert!((u / 34.73 - 1.0).abs() < 0.02 && (v / 68.59 - 1.0).abs() < 0.02);
@@ -204,9 +208,10 @@ fn bdc3d_converges_symmetric_in_z() {
     // 17^3 is far from the grid limit (Nu 5.86 against 4.337): this guards the 3D coupling.
     let report = heated_cavity("bdc3d", 17, |_| {});
     assert!(report.hot_wall.mean > 4.337 && report.hot_wall.mean < 6.5);
-    assert!(report.energy_imbalance.abs() < 1e-12);
+    // Symmetric to the tolerance, as in 2D.
+    assert!(report.energy_imbalance.abs() < 1e-6, "{report:?}");
     // No flow across the mid-plane z = L/2.
-    assert!(report.velocity_maxima[2].value.abs() < 1e-12);
+    assert!(report.velocity_maxima[2].value.abs() < 1e-9, "{report:?}");
 }
 
 #[test]

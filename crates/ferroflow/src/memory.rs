@@ -49,7 +49,7 @@ impl StateSize {
         // ten frozen operator values per node in its own.
         let relaxation = match case.numerics.method {
             MethodKind::Explicit => 0,
-            MethodKind::Implicit => {
+            MethodKind::Implicit | MethodKind::Auto => {
                 let own: u128 = match case.numerics.implicit_precision {
                     Precision::F64 => 8,
                     Precision::F32 => 4,

@@ -9,7 +9,7 @@ use crate::world::World;
 use crate::Failure;
 use clap::Args;
 use ferroflow_ac::Problem;
-use ferroflow_cases::case::{BackendKind, Model, Precision};
+use ferroflow_cases::case::{BackendKind, MethodKind, Model, Precision};
 use ferroflow_cases::resolvable::check_resolvable;
 use ferroflow_cases::summary::{RunRecord, Summary};
 use ferroflow_cases::Case;
@@ -151,6 +151,31 @@ pub fn job(args: RunArgs, world: &World) -> Result<Job<'_>, Failure> {
         )?,
         (None, None) => LoadedCase::load(DEFAULT_CASE, &overrides)?,
     };
+    let mut loaded = loaded;
+    if let (None, Some(r)) = (&args.case, &restart) {
+        // A checkpoint from before `numerics.method` existed ran the explicit scheme, which
+        // its restart continues unless told otherwise.
+        let named = |toml: &str| {
+            toml.parse::<toml::Table>()
+                .is_ok_and(|t| t.get("numerics").and_then(|n| n.get("method")).is_some())
+        };
+        let overridden = overrides.iter().any(|o| o.key == "numerics.method");
+        if !named(&r.checkpoint.case_toml) && !overridden {
+            loaded.case.numerics.method = MethodKind::Explicit;
+        }
+    }
+    let case = &loaded.case;
+    let blocks = case
+        .decomposition(world.rank_size().1)
+        .map_err(|e| loaded.invalid(&e))?
+        .count();
+    // Where a GPU would run blocks (auto probes for one only then).
+    let gpu = match case.backend.kind {
+        BackendKind::Cuda => true,
+        BackendKind::Auto => blocks > 1 && crate::backends::cuda_probe().is_ok(),
+        BackendKind::Cpu => false,
+    };
+    loaded.case.resolve_method(gpu, blocks);
     if let Some(r) = &restart {
         check_same_model(&r.file, &r.checkpoint, &loaded.case)?;
     }

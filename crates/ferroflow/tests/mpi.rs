@@ -65,6 +65,9 @@ mod under_mpirun {
             "output.field_interval=400",
             "--set",
             "output.checkpoint_interval=300",
+            // Blocks of the explicit scheme (the implicit method's: the test below).
+            "--set",
+            "numerics.method=\"explicit\"",
         ];
         // f64 in two processes (one block each), f32 in three with two blocks each; each
         // process's blocks take turns on its share of the cores.

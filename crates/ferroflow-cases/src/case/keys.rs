@@ -271,8 +271,10 @@ pub const KEYS: [KeyDoc; 44] = [
         "numerics.method",
         "string",
         "-",
-        "`\"explicit\"`, `\"implicit\"`",
-        "How each pseudo-time iteration advances the state: `explicit`, one local pseudo-time \
+        "`\"auto\"`, `\"explicit\"`, `\"implicit\"`",
+        "How each pseudo-time iteration advances the state: `auto`, `implicit` but on a grid \
+         cut into blocks on GPUs `explicit` (the faster there; the resolved case says which); \
+         `explicit`, one local pseudo-time \
          step (seed 000's scheme); `implicit`, the delta form A ΔQ = R(Q) with the same \
          residual R, relaxed against a frozen first-order approximation A of its Jacobian \
          (seed 003; on the CPU, or relaxed by Jacobi sweeps on a GPU). On a grid cut into \
