@@ -25,10 +25,11 @@ PY
   rm -rf "$dir"
 }
 imp='--set numerics.method="implicit"'
+exp='--set numerics.method="explicit"'
 for c in "cavity2d-re100 [129,129]" "cavity2d-re1000 [129,129]" "cavity2d-re1000 [257,257]" \
          "bdc2d [129,129]" "cavity3d-re100 [65,65,65]" "bdc3d [41,41,41]"; do
   set -- $c
-  run "$1" "$2" "" "$1"
+  run "$1" "$2" "$exp" "$1"
   run "$1" "$2" "$imp" "$1"
 done
 # The relaxations and the implicit precision compared: scripts/implicit-study.sh.

@@ -46,5 +46,5 @@ else
   run "jacobi-16-cfl80" "$jac --set numerics.sweeps=16 --set numerics.implicit_cfl=80"
   run "jacobi-64-cfl320" "$jac --set numerics.sweeps=64 --set numerics.implicit_cfl=320"
 fi
-run "explicit" ""
+run "explicit" '--set numerics.method="explicit"'
 cat "$table"

@@ -3,6 +3,7 @@
 //! `--solve`, time to solution of the built-in cases, explicit against implicit.
 use crate::backends::{cuda_probe, halo_route, make_backend};
 use crate::run::value_name;
+use crate::scaling;
 use crate::world::World;
 use crate::Failure;
 use clap::Args;
@@ -11,8 +12,7 @@ use ferroflow_cases::case::{
     builtin, BackendKind, BackendSpec, Exchange, MethodKind, ParallelSpec, Precision, BUILTIN,
 };
 use ferroflow_cases::cavity;
-use ferroflow_core::decomposition::{Decomposition, Face};
-use ferroflow_core::Side;
+use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, Real};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -99,6 +99,16 @@ pub struct BenchArgs {
     /// With `--solve`: this many nodes per axis instead of each case's own.
     #[arg(long, value_name = "N")]
     nodes: Option<usize>,
+    /// After each one-device measurement, project strong and weak scaling to these rank
+    /// counts (one device per rank) over the network of `--network-gbs` and `--latency-us`.
+    #[arg(long, value_delimiter = ',', value_name = "RANKS")]
+    project: Vec<usize>,
+    /// The projection's bandwidth per rank, GB/s one way (50: 400 Gb/s InfiniBand NDR).
+    #[arg(long, default_value_t = 50.0)]
+    network_gbs: f64,
+    /// The projection's latency per message, µs.
+    #[arg(long, default_value_t = 1.5)]
+    latency_us: f64,
 }
 
 /// `--solve`: each case run to its tolerance by each method, timed by the driver (set-up not
@@ -204,6 +214,8 @@ fn problem<R: Real>(args: &BenchArgs, dim: usize, n: usize) -> Result<Problem<R>
     }
     let mut case = builtin(if dim == 2 { "bdc2d" } else { "bdc3d" }).expect("built-in case");
     case.mesh.nodes = nodes[..dim].to_vec();
+    // The explicit pass, whose bytes per node the roofline counts.
+    case.numerics.method = MethodKind::Explicit;
     case.problem::<R>().map_err(Failure::input)
 }
 
@@ -354,6 +366,9 @@ fn bench_case<R: Real>(
         halo / 1e6,
         args.repeats
     );
+    if !args.project.is_empty() {
+        print_projection(&problem, args, rate);
+    }
     Ok(())
 }
 
@@ -363,20 +378,57 @@ fn halo_bytes<R: Real>(problem: &Problem<R>, args: &BenchArgs) -> f64 {
     let Ok(d) = Decomposition::new(l.dim, l.n, block_counts(args, l.dim)) else {
         return 0.0;
     };
-    let vars = problem.equations();
-    let values: usize = d
-        .extents()
+    let values: usize = scaling::traffic(&d, problem.equations())
         .iter()
-        .map(|e| {
-            let layout = e.layout(l.dim);
-            Side::ALL
-                .into_iter()
-                .filter(|s| e.neighbours[*s as usize].is_some())
-                .map(|side| Face { side, vars }.len(&layout))
-                .sum::<usize>()
-        })
+        .map(|t| t.values)
         .sum();
     (values * R::BYTES) as f64
+}
+
+/// The projection of `--project` from the measured `rate` (node updates per second on one
+/// device) of `problem`'s grid: a Markdown table.
+fn print_projection<R: Real>(problem: &Problem<R>, args: &BenchArgs, rate: f64) {
+    let l = problem.layout;
+    let model = scaling::Model {
+        vars: problem.equations(),
+        value_bytes: R::BYTES,
+        rate,
+        net: scaling::Network {
+            bandwidth: args.network_gbs * 1e9,
+            latency: args.latency_us * 1e-6,
+        },
+    };
+    println!(
+        "\nprojection from {:.3} G node-updates/s per device, {} GB/s and {} µs per message \
+         between every pair of ranks:\n",
+        rate / 1e9,
+        args.network_gbs,
+        args.latency_us
+    );
+    println!("| ranks | scaling | blocks | nodes / rank | halo MB / rank | messages | compute ms | communicate ms | efficiency | overlapped |");
+    println!("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for &ranks in &args.project {
+        let runs = [
+            ("strong", model.strong(l.dim, l.n, ranks)),
+            ("weak", model.weak(l.dim, l.n[0], ranks)),
+        ];
+        for (kind, p) in runs {
+            match p {
+                Ok(p) => println!(
+                    "| {ranks} | {kind} | {:?} | {} | {:.3} | {} | {:.4} | {:.4} | {:.1} % | {:.1} % |",
+                    &p.blocks[..l.dim],
+                    p.busiest.nodes,
+                    (p.busiest.values * R::BYTES) as f64 / 1e6,
+                    p.busiest.messages,
+                    1e3 * p.compute,
+                    1e3 * p.communicate,
+                    100.0 * p.serial,
+                    100.0 * p.overlapped
+                ),
+                Err(e) => println!("| {ranks} | {kind} | cannot be cut: {e} | | | | | | | |"),
+            }
+        }
+    }
 }
 
 pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
@@ -388,6 +440,20 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
     }
     if let Some(names) = &args.solve {
         return time_to_solution(&args, names);
+    }
+    if !args.project.is_empty() {
+        if args.blocks.is_some() {
+            return Err(Failure::input(
+                "--project projects from one device's rate: leave out --blocks",
+            ));
+        }
+        if args.project.contains(&0) || args.network_gbs <= 0.0 || args.latency_us < 0.0 {
+            return Err(Failure::input(format!(
+                "--project {:?}, --network-gbs {}, --latency-us {}: ranks and bandwidth must be \
+                 positive, the latency at least 0",
+                args.project, args.network_gbs, args.latency_us
+            )));
+        }
     }
     let (bandwidth, cache) = if args.backend == BackendKind::Cpu {
         let pool = rayon::ThreadPoolBuilder::new()

@@ -10,6 +10,7 @@ mod plot;
 mod progress;
 mod results;
 mod run;
+mod scaling;
 mod signals;
 mod tune;
 mod verify;

@@ -5,7 +5,7 @@ use crate::input::{LoadedCase, Override, DEFAULT_CASE};
 use crate::run::value_name;
 use crate::Failure;
 use clap::Args;
-use ferroflow_cases::case::Precision;
+use ferroflow_cases::case::{MethodKind, Precision};
 use ferroflow_core::Real;
 use ferroflow_cuda::{CudaBackend, TuneMode, DEFAULT_SHAPE};
 
@@ -35,7 +35,9 @@ pub fn tune(args: TuneArgs) -> Result<(), Failure> {
             value: value_name(p),
         });
     }
-    let loaded = LoadedCase::load(&args.case, &overrides)?;
+    let mut loaded = LoadedCase::load(&args.case, &overrides)?;
+    // The launch shapes are the explicit pass's, whatever method the case runs.
+    loaded.case.numerics.method = MethodKind::Explicit;
     match loaded.case.backend.precision {
         Precision::F64 => tune_in::<f64>(&loaded),
         Precision::F32 => tune_in::<f32>(&loaded),

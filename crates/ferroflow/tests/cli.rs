@@ -811,6 +811,65 @@ fn total_wall_seconds_covers_set_up_iterations_and_output() {
 }
 
 #[test]
+fn bench_projects_scaling_from_the_measured_rate() {
+    let tmp = TempDir::new().unwrap();
+    let bench = ["bench", "--backend", "cpu", "--n2d", "66", "--n3d"];
+    let quick = ["--precision", "f64", "--repeats", "1", "--seconds", "0.01"];
+    let out = ferroflow(tmp.path())
+        .args(bench)
+        .args(quick)
+        .args(["--project", "4,1024"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    // 64 owned nodes per axis cut 2 x 2: 32^2 each, two faces of 32 nodes (p two deep).
+    let row = |ranks: &str, kind: &str| {
+        let start = format!("| {ranks} | {kind} |");
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&start))
+            .unwrap_or_else(|| panic!("no {start} row in {stdout}"))
+            .to_string()
+    };
+    assert!(
+        row("4", "strong").contains("| [2, 2] | 1024 | 0.002 | 2 |"),
+        "{stdout}"
+    );
+    assert!(row("4", "weak").contains("| [2, 2] | 4096 |"), "{stdout}");
+    // 64 nodes per axis cannot be cut for 1024 ranks; each rank of a weak run still can.
+    assert!(row("1024", "strong").contains("cannot be cut"), "{stdout}");
+    assert!(
+        row("1024", "weak").contains("| [32, 32] | 4096 |"),
+        "{stdout}"
+    );
+    // The buoyant cases are measured with the explicit pass too, whatever the default.
+    let out = ferroflow(tmp.path())
+        .args(bench)
+        .args(quick)
+        .arg("--energy")
+        .output()
+        .unwrap();
+    let energy = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && energy.contains("G node-updates/s"),
+        "{energy}"
+    );
+    assert!(!energy.contains("implicit"), "{energy}");
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args(bench).args(quick).args([
+        "--project",
+        "4",
+        "--blocks",
+        "2,1",
+    ]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--project") && err.contains("--blocks"),
+        "{err}"
+    );
+}
+
+#[test]
 fn bench_solve_times_both_methods_to_the_tolerance() {
     let tmp = TempDir::new().unwrap();
     let out = ferroflow(tmp.path())
