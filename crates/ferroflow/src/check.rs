@@ -39,6 +39,7 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
         "stop: residuals below {:e}, at most {} iterations, checked every {}",
         stop.tolerance, stop.max_iterations, stop.check_interval
     );
+    println!("method: {}", case.numerics.method.name());
     println!(
         "blocks: {} {:?}",
         decomposition.count(),

@@ -1005,6 +1005,14 @@ fn check_validates_and_sizes_a_case_without_running_or_writing() {
     let gib = format!("{:.3} GiB", bytes as f64 / (1u64 << 30) as f64);
     assert!(text.contains(&gib), "{gib} not in: {text}");
     assert!(text.contains("will be created"), "{text}");
+    // `numerics.method = "auto"` as the run would resolve it: explicit on GPU blocks.
+    assert!(text.contains("method: implicit"), "{text}");
+    let gpu_blocks = ferroflow(tmp.path())
+        .args(["check", "--backend", "cuda", "--blocks", "2,2"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&gpu_blocks.stdout);
+    assert!(text.contains("method: explicit"), "{text}");
     assert!(!tmp.path().join("ferroflow-out").exists());
     let (code, err) =
         stderr_of(ferroflow(tmp.path()).args(["check", "--set", "physics.reynolds=-1"]));

@@ -228,6 +228,17 @@ pub enum MethodKind {
     Implicit,
 }
 
+impl MethodKind {
+    /// Name as in case files.
+    pub fn name(self) -> &'static str {
+        match self {
+            MethodKind::Auto => "auto",
+            MethodKind::Explicit => "explicit",
+            MethodKind::Implicit => "implicit",
+        }
+    }
+}
+
 /// `numerics.relaxation`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
