@@ -29,6 +29,15 @@ impl GaugeSums {
     }
 }
 
+/// The error of a block of the explicit scheme asked for its implicit phases (a driver's
+/// mistake: it asks only blocks of a problem that wants the implicit method).
+pub fn explicit_block(backend: &'static str) -> BackendError {
+    BackendError::Failed {
+        backend,
+        message: "the implicit phases asked of a block of the explicit scheme".into(),
+    }
+}
+
 /// The implicit iteration of one block, phase by phase: a driver of blocks runs the phases
 /// of every block in turn, and adds the gauge's sums and exchanges the increments' halos
 /// between them (see `Decomposed`).

@@ -540,17 +540,17 @@ impl<R: Real> ImplicitBlock<R> for CudaBackend<R> {
 
     fn pack_increments(&mut self, face: &Face, buf: &mut [R]) -> Result<(), BackendError> {
         let stream = self.device.stream.clone();
-        let size = relaxer(&mut self.implicit)?.value_bytes();
-        let dev = self.face_buffer(buf.len() * size)?;
+        let scalar = relaxer(&mut self.implicit)?.scalar();
+        let dev = self.face_buffer(buf.len() * scalar.bytes())?;
         self.queue_increments_face(face, dev, false)?;
-        let mut packed = vec![0u8; buf.len() * size];
+        let mut packed = vec![0u8; buf.len() * scalar.bytes()];
         if let Some(f) = self.face.as_ref() {
             stream
                 .memcpy_dtoh(&f.slice(..packed.len()), &mut packed)
                 .check("copying a face to the host")?;
         }
         stream.synchronize().check("packing a face")?;
-        for (b, v) in buf.iter_mut().zip(values_of(&packed, size)) {
+        for (b, v) in buf.iter_mut().zip(values_of(&packed, scalar)) {
             *b = R::of(v);
         }
         Ok(())
@@ -558,8 +558,8 @@ impl<R: Real> ImplicitBlock<R> for CudaBackend<R> {
 
     fn unpack_increments(&mut self, face: &Face, buf: &[R]) -> Result<(), BackendError> {
         let stream = self.device.stream.clone();
-        let size = relaxer(&mut self.implicit)?.value_bytes();
-        let packed = bytes_of(buf.iter().map(|v| v.f64()), size);
+        let scalar = relaxer(&mut self.implicit)?.scalar();
+        let packed = bytes_of(buf.iter().map(|v| v.f64()), scalar);
         let dev = self.face_buffer(packed.len())?;
         if let Some(f) = self.face.as_mut() {
             stream
@@ -601,7 +601,7 @@ impl<R: Real> CudaBackend<R> {
         let stream = self.device.stream.clone();
         let r = relaxer(&mut self.implicit)?;
         let halo = r.halo.as_ref().ok_or_else(no_interfaces)?;
-        let (vars, size) = (r.increments(r.latest), r.value_bytes());
+        let (vars, size) = (r.increments(r.latest), r.scalar().bytes());
         let (grid, layout) = (&self.args.grid, &self.layout);
         queue_face(halo, &stream, grid, layout, vars, face, buf, size, unpack)
     }
@@ -609,10 +609,9 @@ impl<R: Real> CudaBackend<R> {
 
 /// The relaxation of a block asking for the implicit method.
 fn relaxer(implicit: &mut Option<Relaxer>) -> Result<&mut Relaxer, BackendError> {
-    implicit.as_mut().ok_or_else(|| BackendError::Failed {
-        backend: "cuda",
-        message: "the implicit phases of an explicit block".into(),
-    })
+    implicit
+        .as_mut()
+        .ok_or_else(|| ferroflow_ac::implicit::explicit_block("cuda"))
 }
 
 /// The error of a block without interfaces asked to move its increments' halos.

@@ -240,11 +240,11 @@ impl Relaxer {
         self.sweeps
     }
 
-    /// Bytes of a value of the implicit precision.
-    pub fn value_bytes(&self) -> usize {
+    /// Precision of the operator and the increments.
+    pub fn scalar(&self) -> Scalar {
         match self.op {
-            Op::F32(_) => 4,
-            Op::F64(_) => 8,
+            Op::F32(_) => Scalar::F32,
+            Op::F64(_) => Scalar::F64,
         }
     }
 
@@ -287,8 +287,8 @@ impl Relaxer {
         from: usize,
         offset: usize,
     ) -> Result<f64, BackendError> {
-        let b = self.delta[from].element(stream, 0, offset, self.value_bytes())?;
-        Ok(values_of(&b, self.value_bytes())[0])
+        let b = self.delta[from].element(stream, 0, offset, self.scalar().bytes())?;
+        Ok(values_of(&b, self.scalar())[0])
     }
 
     /// Residual partial sums per equation: one per block of the per-node kernels.
@@ -470,23 +470,26 @@ impl Relaxer {
     }
 }
 
-/// Values of `size` bytes each (4: f32, 8: f64), in f64.
-pub(crate) fn values_of(b: &[u8], size: usize) -> Vec<f64> {
-    b.chunks_exact(size)
-        .map(|c| match c.try_into() {
-            Ok(four) => f32::from_ne_bytes(four) as f64,
-            Err(_) => f64::from_ne_bytes(c.try_into().expect("4 or 8 bytes")),
-        })
-        .collect()
+/// Values of precision `scalar` from their bytes, in f64.
+pub(crate) fn values_of(b: &[u8], scalar: Scalar) -> Vec<f64> {
+    let chunks = b.chunks_exact(scalar.bytes());
+    match scalar {
+        Scalar::F32 => chunks
+            .map(|c| f32::from_ne_bytes(c.try_into().expect("4 bytes")) as f64)
+            .collect(),
+        Scalar::F64 => chunks
+            .map(|c| f64::from_ne_bytes(c.try_into().expect("8 bytes")))
+            .collect(),
+    }
 }
 
-/// The bytes of `values` rounded to `size` bytes each (4: f32, 8: f64).
-pub(crate) fn bytes_of(values: impl Iterator<Item = f64>, size: usize) -> Vec<u8> {
+/// The bytes of `values` rounded to precision `scalar`.
+pub(crate) fn bytes_of(values: impl Iterator<Item = f64>, scalar: Scalar) -> Vec<u8> {
     let mut b = Vec::new();
     for v in values {
-        match size {
-            4 => b.extend_from_slice(&(v as f32).to_ne_bytes()),
-            _ => b.extend_from_slice(&v.to_ne_bytes()),
+        match scalar {
+            Scalar::F32 => b.extend_from_slice(&(v as f32).to_ne_bytes()),
+            Scalar::F64 => b.extend_from_slice(&v.to_ne_bytes()),
         }
     }
     b

@@ -51,9 +51,7 @@ pub fn traffic(d: &Decomposition, vars: usize) -> Vec<Traffic> {
 /// One projected rank count.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Projection {
-    /// Ranks (one block each).
-    pub ranks: usize,
-    /// Blocks per axis.
+    /// Blocks per axis (one per rank).
     pub blocks: [usize; 3],
     /// The busiest rank's traffic.
     pub busiest: Traffic,
@@ -130,7 +128,6 @@ impl Model {
             .expect("a decomposition has blocks");
         let (compute, communicate) = cost(&busiest);
         Projection {
-            ranks,
             blocks: d.blocks,
             busiest,
             compute,

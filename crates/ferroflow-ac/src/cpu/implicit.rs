@@ -533,8 +533,8 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                 // other-colour values gives the same bits, and is skipped (unless a halo
                 // exchange changed some of those values in between).
                 let colours = if forward { [0, 1] } else { [1, 0] };
-                let repeat = sweep > 0 && self.interfaces.is_empty();
-                for &colour in &colours[repeat as usize..] {
+                let skip_first = sweep > 0 && self.interfaces.is_empty();
+                for &colour in &colours[skip_first as usize..] {
                     // SAFETY: a node of one colour reads only nodes of the other.
                     par_lines(&l, |j, k| unsafe {
                         let first = 1 + (colour + j + k + 1) % 2;

@@ -245,10 +245,7 @@ impl<R: Real> BlockBackend for CpuBackend<R> {
     fn implicit(&mut self) -> Result<&mut dyn ImplicitBlock<R>, BackendError> {
         match self.implicit {
             Some(_) => Ok(self),
-            None => Err(BackendError::Failed {
-                backend: "cpu",
-                message: "the implicit phases of an explicit block".into(),
-            }),
+            None => Err(crate::implicit::explicit_block("cpu")),
         }
     }
 }
@@ -303,7 +300,7 @@ impl<R: Real> ImplicitBlock<R> for CpuBackend<R> {
 
     fn reference_after(&mut self, offset: usize) -> Result<R, BackendError> {
         let cur = &self.cur;
-        Ok(with_relaxer!(self.implicit.as_mut(), r => r.reference_after(cur, offset)))
+        Ok(with_relaxer!(self.implicit.as_ref(), r => r.reference_after(cur, offset)))
     }
 
     fn update(&mut self, shift: R) -> Result<(), BackendError> {
