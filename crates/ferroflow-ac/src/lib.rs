@@ -3,13 +3,16 @@
 //! per-run constants every backend starts from ([`Coefficients`]), what the scheme can
 //! resolve and which states are physical ([`Unresolvable`], [`OutOfBounds`]), the iteration
 //! written once over the devices' kernels ([`iteration`]), the CPU backend ([`cpu`]), and how
-//! the blocks of a decomposed grid are set up ([`blocks`]) and driven ([`Decomposed`]). The
-//! CUDA backend (`ferroflow-cuda`) implements [`AcKernels`] too.
+//! the blocks of a decomposed grid are set up ([`blocks`]) and driven ([`Decomposed`]), and,
+//! with the feature `cuda`, the CUDA backend (`cuda`: kernels and host side, on the runtime of
+//! `ferroflow-cuda`), which implements [`AcKernels`] too.
 #![deny(missing_docs)]
 
 pub mod blocks;
 mod coefficients;
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod decomposed;
 pub mod implicit;
 pub mod iteration;

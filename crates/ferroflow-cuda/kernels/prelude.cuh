@@ -1,35 +1,11 @@
-// Types, layouts and helpers shared by every kernel, in the common subset of CUDA and HIP C++.
-// The host (src/compile.rs) passes the specialisation as -D macros:
-//   REAL, GHOST                                    every kernel: float | double; ghost layers
-//   DIM, BLOCK_X, BLOCK_Y, BLOCK_Z, MARCH, TILE    ac_step.cu: dimension and launch shape
-//   MIN_BLOCKS                                     ac_step.cu: blocks per SM to fit (0: any)
-//   WITH_SOURCE, WITH_ENERGY                       ac_step.cu: which entry point (0 | 1)
-//   REDUCE_THREADS                                 reduce.cu: threads per block
-// The structs below are mirrored field by field by #[repr(C)] structs in src/launch.rs.
+// Types and helpers any kernel may include, in the common subset of CUDA and HIP C++. Every
+// build defines REAL (float | double, src/compile.rs); the file that includes this header
+// documents its own macros.
 #ifndef FERROFLOW_PRELUDE_CUH
 #define FERROFLOW_PRELUDE_CUH
 
 typedef REAL real_t;
 typedef long long idx_t;
-
-// Variables of a state: p, u, v[, w][, T] (unused entries are null).
-#define MAX_VARS 5
-
-struct Vars {
-    real_t* v[MAX_VARS];
-};
-
-// One block's memory layout (ferroflow_core::Layout): node (i, j, k) lives at
-// origin + i + j * stride[1] + k * stride[2]; ghosts have negative or >= n indices.
-struct Grid {
-    idx_t n[3];       // nodes per axis, boundary nodes included (1 on an inactive axis)
-    idx_t stride[3];  // element strides (stride[0] == 1)
-    idx_t origin;     // offset of node (0, 0, 0)
-};
-
-__device__ __forceinline__ idx_t node_offset(const Grid& g, idx_t i, idx_t j, idx_t k) {
-    return g.origin + i + j * g.stride[1] + k * g.stride[2];
-}
 
 // Read-only loads of the current state: it is never written while a kernel reads it.
 __device__ __forceinline__ real_t load(const real_t* a, idx_t o) {

@@ -1,5 +1,6 @@
-// Final sum of the per-block residual sums written by ac_step: block e adds up equation e's
-// `count` partial sums in a fixed order, so the norms do not depend on timing.
+// Final sum of per-block partial sums (a kernel's thread blocks each write one per row): block
+// e adds up row e's `count` partial sums in a fixed order, so totals do not depend on timing.
+// The host (src/reduce.rs) passes REDUCE_THREADS, the threads per block.
 #include "prelude.cuh"
 
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)

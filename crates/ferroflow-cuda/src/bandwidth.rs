@@ -1,9 +1,21 @@
 //! The memory-bandwidth reference of the roofline: a device-to-device copy with the
 //! grid-stride kernel of kernels/copy.cu.
-use crate::compile::{Build, Program, Scalar};
+use crate::compile::{Build, KernelSource, Scalar, PRELUDE};
 use crate::device::{median, Check, Device, Timer};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use ferroflow_core::BackendError;
+
+/// `kernels/copy.cu`.
+const COPY: KernelSource = KernelSource {
+    name: "copy.cu",
+    text: include_str!("../kernels/copy.cu"),
+    headers: &[PRELUDE],
+};
+
+/// The build of `copy_real` in `precision`.
+pub fn copy_build(precision: Scalar) -> Build {
+    Build::new(COPY, precision)
+}
 
 /// Blocks per multiprocessor of the copy: enough to hide latency; the loop strides over the
 /// rest.
@@ -20,12 +32,7 @@ pub fn copy_bandwidth(ordinal: usize, bytes: usize, repeats: usize) -> Result<f6
     let n = bytes / std::mem::size_of::<f64>();
     let total = 2 * n * std::mem::size_of::<f64>();
     device.ensure_free(total, "two copy buffers")?;
-    let build = Build {
-        program: Program::Copy,
-        precision: Scalar::F64,
-        fmad: false,
-    };
-    let function = device.load(device.compile(&build)?, "copy_real")?;
+    let function = device.load(device.compile(&copy_build(Scalar::F64))?, "copy_real")?;
     let stream = &device.stream;
     let src = stream
         .alloc_zeros::<f64>(n)

@@ -74,14 +74,14 @@ fn compile_in(cubins: Option<&Path>, build: &Build, arch: &str) -> Result<Vec<u8
 
 /// Digest of everything the cubin of `build` for `arch` depends on, with NVRTC `nvrtc`.
 fn digest(nvrtc: &str, build: &Build, arch: &str) -> u64 {
-    // The build names the file and the entry point; the options hold the architecture and
-    // every define.
+    // The build names the file and what it specialises; the options hold the architecture
+    // and every define.
     digest_of(&[
         nvrtc,
         arch,
         &build.to_string(),
         &build.options(arch).join("\n"),
-        &build.program.source(),
+        &build.source.expanded(),
     ])
 }
 
@@ -130,21 +130,9 @@ fn store(path: &Path, cubin: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compile::{Program, Scalar, Variant};
-    use crate::tune::DEFAULT_SHAPE;
-    use crate::LaunchShape;
-
-    fn step(dim: usize, shape: LaunchShape, variant: Variant) -> Build {
-        Build {
-            program: Program::AcStep {
-                dim,
-                shape,
-                variant,
-            },
-            precision: Scalar::F64,
-            fmad: false,
-        }
-    }
+    use crate::bandwidth::copy_build;
+    use crate::compile::Scalar;
+    use crate::reduce::reduce_build;
 
     /// A fresh directory under the system's temporary directory.
     fn scratch(name: &str) -> PathBuf {
@@ -167,51 +155,48 @@ mod tests {
 
     #[test]
     fn digest_changes_with_every_input() {
-        let plain = Variant::new(false, false);
-        let base = step(3, DEFAULT_SHAPE, plain);
+        // f32: there the exact division and square root are an option.
+        let base = copy_build(Scalar::F32).define("X", 1);
         let d = digest("13.0", &base, "sm_90");
         assert_eq!(d, digest("13.0", &base, "sm_90"));
-        let f32 = Build {
-            precision: Scalar::F32,
-            ..base
-        };
-        let fmad = Build { fmad: true, ..base };
         let others = [
             digest("13.1", &base, "sm_90"),
             digest("13.0", &base, "sm_100"),
-            digest("13.0", &f32, "sm_90"),
-            digest("13.0", &fmad, "sm_90"),
-            digest("13.0", &step(2, DEFAULT_SHAPE, plain), "sm_90"),
+            digest("13.0", &copy_build(Scalar::F64).define("X", 1), "sm_90"),
             digest(
                 "13.0",
-                &step(3, LaunchShape::new([64, 2, 1], 1), plain),
-                "sm_90",
-            ),
-            digest(
-                "13.0",
-                &step(3, DEFAULT_SHAPE.with_min_blocks(6), plain),
-                "sm_90",
-            ),
-            digest(
-                "13.0",
-                &step(3, DEFAULT_SHAPE, Variant::new(false, true)),
+                &Build {
+                    fmad: true,
+                    ..base.clone()
+                },
                 "sm_90",
             ),
             digest(
                 "13.0",
                 &Build {
-                    program: Program::Reduce,
-                    ..base
+                    exact_f32: true,
+                    ..base.clone()
                 },
                 "sm_90",
             ),
+            digest("13.0", &copy_build(Scalar::F32).define("X", 2), "sm_90"),
+            digest("13.0", &copy_build(Scalar::F32).define("Y", 1), "sm_90"),
+            digest(
+                "13.0",
+                &Build {
+                    label: "other".into(),
+                    ..base.clone()
+                },
+                "sm_90",
+            ),
+            digest("13.0", &reduce_build(), "sm_90"),
         ];
         for (i, other) in others.iter().enumerate() {
             assert_ne!(d, *other, "input {i} does not change the digest");
         }
         // The source text counts, and parts do not run into each other.
-        let source = base.program.source();
-        let edited = source.replacen("fourth_difference", "fourth_differencE", 1);
+        let source = base.source.expanded();
+        let edited = source.replacen("copy_real", "copy_reaL", 1);
         assert_ne!(digest_of(&["a", &source]), digest_of(&["a", &edited]));
         assert_ne!(digest_of(&["ab", "c"]), digest_of(&["a", "bc"]));
     }
@@ -258,11 +243,7 @@ mod tests {
             compile::nvrtc_available(),
             "NVRTC (libnvrtc.so.13) is not on the loader path"
         );
-        let build = Build {
-            program: Program::Copy,
-            precision: Scalar::F32,
-            fmad: false,
-        };
+        let build = copy_build(Scalar::F32);
         let dir = scratch("compile");
         let cubin = compile_in(Some(&dir), &build, "sm_90").unwrap();
         assert!(cubin.starts_with(b"\x7fELF"));

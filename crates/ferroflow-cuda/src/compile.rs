@@ -1,35 +1,73 @@
-//! Kernel sources (`kernels/*.cu`, embedded) and their compilation with NVRTC, with the real
-//! type, the dimension, the launch shape and the entry point as `-D` macros. NVRTC compiles
-//! down to machine code (a cubin) for the device's architecture: the driver then loads it as
-//! is, instead of compiling PTX one module at a time, and tuning compiles its candidates on
-//! all cores. The functions here always run NVRTC (CI relies on it); the backend's compiles go
-//! through the on-disk cubin cache.
-use crate::cache;
-use crate::launch::LaunchShape;
-use crate::tune;
+//! Kernel sources and their compilation with NVRTC. A crate that owns kernels embeds each
+//! `.cu` file as a [`KernelSource`] (its text and the headers it includes) and asks for a
+//! [`Build`]: the precision, the `-D` macros that specialise it, and how strictly it rounds.
+//! NVRTC compiles down to machine code (a cubin) for the device's architecture: the driver then
+//! loads it as is, instead of compiling PTX one module at a time, and tuning compiles its
+//! candidates on all cores. The functions here always run NVRTC (CI relies on it); a device's
+//! compiles go through the on-disk cubin cache.
 use cudarc::nvrtc::{result, sys};
-use ferroflow_core::{BackendError, Real, GHOST};
+use ferroflow_core::{BackendError, Real};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::any::TypeId;
 use std::ffi::{CStr, CString};
 use std::fmt;
 
-/// Threads per block of `reduce_sums` (kernels/reduce.cu).
-pub(crate) const REDUCE_THREADS: u32 = 256;
+/// A header by the name `#include "..."` lines use, and its text (with an include guard).
+pub type Header = (&'static str, &'static str);
 
-/// Headers the `.cu` files include, resolved here because NVRTC sees no files.
-const HEADERS: [(&str, &str); 3] = [
-    ("prelude.cuh", include_str!("../kernels/prelude.cuh")),
-    (
-        "ac_formulas.cuh",
-        include_str!("../kernels/ac_formulas.cuh"),
-    ),
-    (
-        "ac_residual.cuh",
-        include_str!("../kernels/ac_residual.cuh"),
-    ),
-];
+/// Types and helpers every kernel may include (`prelude.cuh`): `real_t`, `idx_t`, read-only
+/// loads and the fixed-order block sum.
+pub const PRELUDE: Header = ("prelude.cuh", include_str!("../kernels/prelude.cuh"));
+
+/// One `.cu` file, embedded by the crate that owns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelSource {
+    /// File name, e.g. `copy.cu`: NVRTC's program name, and what messages call it.
+    pub name: &'static str,
+    /// The file's text.
+    pub text: &'static str,
+    /// The headers its `#include "..."` lines (and theirs) name.
+    pub headers: &'static [Header],
+}
+
+impl KernelSource {
+    /// The source NVRTC compiles: the text with its `#include "..."` lines replaced by the
+    /// headers (each header has an include guard).
+    ///
+    /// # Panics
+    /// If an include names a header the source does not list (a mistake in the owning crate,
+    /// which its tests compile).
+    pub fn expanded(&self) -> String {
+        let mut out = String::new();
+        self.expand(self.text, &mut out);
+        out
+    }
+
+    fn expand(&self, text: &str, out: &mut String) {
+        for line in text.lines() {
+            let include = line
+                .strip_prefix("#include \"")
+                .and_then(|rest| rest.strip_suffix('"'));
+            match include {
+                Some(name) => {
+                    let (_, header) = self
+                        .headers
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                        .unwrap_or_else(|| {
+                            panic!("{} includes an unknown header {name}", self.name)
+                        });
+                    self.expand(header, out);
+                }
+                None => {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+}
 
 /// Floating-point type of a build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -73,263 +111,71 @@ impl Scalar {
     }
 }
 
-/// Which entry point of `ac_step.cu` a build holds: with or without source terms and the
-/// energy equation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Variant {
-    /// Source terms (manufactured solutions).
-    pub source: bool,
-    /// The energy equation.
-    pub energy: bool,
-}
-
-impl Variant {
-    /// Every entry point.
-    pub const ALL: [Variant; 4] = [
-        Variant::new(false, false),
-        Variant::new(true, false),
-        Variant::new(false, true),
-        Variant::new(true, true),
-    ];
-
-    /// The entry point with or without source terms and the energy equation.
-    pub const fn new(source: bool, energy: bool) -> Variant {
-        Variant { source, energy }
-    }
-
-    /// The entry point's name.
-    pub fn entry(self) -> &'static str {
-        match (self.energy, self.source) {
-            (false, false) => "ac_step",
-            (false, true) => "ac_step_src",
-            (true, false) => "ac_step_energy",
-            (true, true) => "ac_step_energy_src",
-        }
-    }
-}
-
-/// One NVRTC program: a file of `kernels/` (the file stem names it) with its specialisation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Program {
-    /// `ac_step.cu`: the fused interior pass, one entry point for one dimension and launch
-    /// shape.
-    AcStep {
-        /// 2 or 3.
-        dim: usize,
-        /// Launch shape.
-        shape: LaunchShape,
-        /// The entry point.
-        variant: Variant,
-    },
-    /// `ac_implicit.cu`: the implicit relaxation's kernels for one dimension and entry point,
-    /// with the operator in precision `implicit`.
-    AcImplicit {
-        /// 2 or 3.
-        dim: usize,
-        /// With source terms and the energy equation.
-        variant: Variant,
-        /// Precision of the operator and the increments.
-        implicit: Scalar,
-    },
-    /// `boundary.cu`: wall pressure extrapolation (`fill_walls`) and the packing of block
-    /// interfaces (`halo_box`).
-    Boundary,
-    /// `reduce.cu`: fixed-order sum of the residual partial sums (`reduce_sums`).
-    Reduce,
-    /// `copy.cu`: grid-stride copy, the bandwidth reference (`copy_real`).
-    Copy,
-}
-
-impl Program {
-    /// File stem in `kernels/`.
-    pub fn stem(self) -> &'static str {
-        match self {
-            Program::AcStep { .. } => "ac_step",
-            Program::AcImplicit { .. } => "ac_implicit",
-            Program::Boundary => "boundary",
-            Program::Reduce => "reduce",
-            Program::Copy => "copy",
-        }
-    }
-
-    fn text(self) -> &'static str {
-        match self {
-            Program::AcStep { .. } => include_str!("../kernels/ac_step.cu"),
-            Program::AcImplicit { .. } => include_str!("../kernels/ac_implicit.cu"),
-            Program::Boundary => include_str!("../kernels/boundary.cu"),
-            Program::Reduce => include_str!("../kernels/reduce.cu"),
-            Program::Copy => include_str!("../kernels/copy.cu"),
-        }
-    }
-
-    /// The source NVRTC compiles: the file with its `#include "..."` lines replaced by the
-    /// embedded headers (each header has an include guard).
-    pub fn source(self) -> String {
-        let mut out = String::new();
-        expand(self.text(), &mut out);
-        out
-    }
-}
-
-fn expand(text: &str, out: &mut String) {
-    for line in text.lines() {
-        let include = line
-            .strip_prefix("#include \"")
-            .and_then(|rest| rest.strip_suffix('"'));
-        match include {
-            Some(name) => {
-                let (_, header) = HEADERS
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .unwrap_or_else(|| panic!("kernels include an unknown header {name}"));
-                expand(header, out);
-            }
-            None => {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-    }
-}
-
-/// One compilation: program, precision and whether to fuse multiply-adds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One compilation: a source, its precision, its macros and its rounding.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Build {
-    /// The program and its specialisation.
-    pub program: Program,
-    /// Real type.
+    /// The file.
+    pub source: KernelSource,
+    /// What the macros specialise, in words, for messages (e.g. `3D, 32x4x1`).
+    pub label: String,
+    /// Real type (`-DREAL`).
     pub precision: Scalar,
-    /// `--fmad`: fused multiply-adds round differently from the CPU's separate operations.
+    /// `--fmad`: fused multiply-adds round differently from a CPU's separate operations.
     pub fmad: bool,
+    /// Correctly rounded division and square root in f32 too (f64 always has them).
+    pub exact_f32: bool,
+    /// `-D` macros besides `REAL`, in order.
+    pub defines: Vec<(&'static str, String)>,
 }
 
 impl Build {
-    fn is_implicit(&self) -> bool {
-        matches!(self.program, Program::AcImplicit { .. })
+    /// `source` in `precision`, without fused multiply-adds, macros or label.
+    pub fn new(source: KernelSource, precision: Scalar) -> Build {
+        Build {
+            source,
+            label: String::new(),
+            precision,
+            fmad: false,
+            exact_f32: false,
+            defines: Vec::new(),
+        }
+    }
+
+    /// With the macro `-Dname=value` added.
+    pub fn define(mut self, name: &'static str, value: impl fmt::Display) -> Build {
+        self.defines.push((name, value.to_string()));
+        self
     }
 
     /// NVRTC options for the architecture `arch` (e.g. `sm_90`).
     pub fn options(&self, arch: &str) -> Vec<String> {
+        let f64 = self.precision == Scalar::F64;
         let mut options = vec![
             format!("--gpu-architecture={arch}"),
             format!("--fmad={}", self.fmad),
-            // The CPU backend flushes subnormals to zero; the GPU can in f32 only (f64 keeps
+            // CPU backends flush subnormals to zero; the GPU can in f32 only (f64 keeps
             // them, which changes nothing above 1e-300).
-            format!("--ftz={}", self.precision == Scalar::F32),
-            // f32 runs trade correctly rounded division and square root (a dozen instructions
-            // each, which made the f32 kernel instruction-bound) for the hardware
-            // approximations (within 2 ulp). They set the local time step and the spectral
-            // radius, not the discrete equations' form; f64 stays IEEE, bitwise as the CPU.
-            // The implicit relaxation divides and takes roots once per node: IEEE there always.
-            format!(
-                "--prec-div={}",
-                self.precision == Scalar::F64 || self.is_implicit()
-            ),
-            format!(
-                "--prec-sqrt={}",
-                self.precision == Scalar::F64 || self.is_implicit()
-            ),
+            format!("--ftz={}", !f64),
+            // f32 builds may trade correctly rounded division and square root (a dozen
+            // instructions each) for the hardware approximations (within 2 ulp); f64 stays
+            // IEEE.
+            format!("--prec-div={}", f64 || self.exact_f32),
+            format!("--prec-sqrt={}", f64 || self.exact_f32),
             format!("-DREAL={}", self.precision.c_type()),
-            format!("-DGHOST={GHOST}"),
         ];
-        match self.program {
-            Program::AcStep {
-                dim,
-                shape,
-                variant,
-            } => {
-                let [x, y, z] = shape.block;
-                options.extend([
-                    format!("-DWITH_SOURCE={}", variant.source as u8),
-                    format!("-DWITH_ENERGY={}", variant.energy as u8),
-                    format!("-DDIM={dim}"),
-                    format!("-DBLOCK_X={x}"),
-                    format!("-DBLOCK_Y={y}"),
-                    format!("-DBLOCK_Z={z}"),
-                    format!("-DMARCH={}", shape.march),
-                    format!("-DTILE={}", shape.tile as u8),
-                    format!("-DMIN_BLOCKS={}", shape.min_blocks),
-                ]);
-            }
-            Program::AcImplicit {
-                dim,
-                variant,
-                implicit,
-            } => options.extend([
-                format!("-DWITH_SOURCE={}", variant.source as u8),
-                format!("-DWITH_ENERGY={}", variant.energy as u8),
-                format!("-DDIM={dim}"),
-                format!("-DIMPL={}", implicit.c_type()),
-            ]),
-            Program::Reduce => options.push(format!("-DREDUCE_THREADS={REDUCE_THREADS}")),
-            Program::Boundary | Program::Copy => {}
-        }
+        options.extend(self.defines.iter().map(|(n, v)| format!("-D{n}={v}")));
         options
     }
 }
 
 impl fmt::Display for Build {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "{}.cu ({:?}", self.program.stem(), self.precision)?;
-        if let Program::AcStep {
-            dim,
-            shape,
-            variant,
-        } = self.program
-        {
-            write!(f, ", {}, {dim}D, {shape}", variant.entry())?;
-        }
-        if let Program::AcImplicit {
-            dim,
-            variant,
-            implicit,
-        } = self.program
-        {
-            write!(f, ", {dim}D, {variant:?}, operator {implicit:?}")?;
+        write!(f, "{} ({:?}", self.source.name, self.precision)?;
+        if !self.label.is_empty() {
+            write!(f, ", {}", self.label)?;
         }
         write!(f, ", fmad={})", self.fmad)
     }
-}
-
-/// Every distinct build the backend can ask for: `ac_step` for each precision, dimension,
-/// candidate launch shape and entry point, the other programs for each precision. CI compiles
-/// them all.
-pub fn every_build(fmad: bool) -> Vec<Build> {
-    let mut programs = Vec::new();
-    for dim in [2, 3] {
-        for shape in tune::candidates(dim) {
-            for variant in Variant::ALL {
-                programs.push(Program::AcStep {
-                    dim,
-                    shape,
-                    variant,
-                });
-            }
-        }
-    }
-    for dim in [2, 3] {
-        for variant in Variant::ALL {
-            for implicit in Scalar::ALL {
-                programs.push(Program::AcImplicit {
-                    dim,
-                    variant,
-                    implicit,
-                });
-            }
-        }
-    }
-    programs.extend([Program::Boundary, Program::Reduce, Program::Copy]);
-    let mut builds = Vec::new();
-    for precision in Scalar::ALL {
-        for &program in &programs {
-            builds.push(Build {
-                program,
-                precision,
-                fmad,
-            });
-        }
-    }
-    builds
 }
 
 /// Whether the NVRTC library can be loaded (cudarc panics on use otherwise).
@@ -380,8 +226,8 @@ pub fn compile(build: &Build, arch: &str) -> Result<Vec<u8>, BackendError> {
         build: format!("{build} with {}", options.join(" ")),
         log,
     };
-    let source = CString::new(build.program.source()).expect("kernel sources hold no NUL");
-    let name = CString::new(format!("{}.cu", build.program.stem())).expect("no NUL");
+    let source = CString::new(build.source.expanded()).expect("kernel sources hold no NUL");
+    let name = CString::new(build.source.name).expect("no NUL");
     let program = result::create_program(&source, Some(&name))
         .map_err(|e| failed(format!("creating the program: {e:?}")))?;
     // SAFETY: `program` was created above and is destroyed once, below; `source` and `name`
@@ -438,117 +284,66 @@ pub(crate) fn in_parallel(
     builds.par_iter().map(|b| compile(b, arch)).collect()
 }
 
-/// Digest of what a tuned `ac_step` build depends on besides its shape (the expanded source
-/// and the options fixed for a run), for the tuning cache key. FNV-1a: stable across Rust
-/// versions, unlike `DefaultHasher`.
-pub(crate) fn source_digest(precision: Scalar, dim: usize, variant: Variant, fmad: bool) -> u64 {
-    let build = Build {
-        program: Program::AcStep {
-            dim,
-            shape: tune::DEFAULT_SHAPE,
-            variant,
-        },
-        precision,
-        fmad,
-    };
-    let source = cache::fnv1a(cache::FNV_OFFSET, build.program.source().as_bytes());
-    cache::fnv1a(source, build.options("").join(" ").as_bytes())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const SOURCE: KernelSource = KernelSource {
+        name: "test.cu",
+        text: "#include \"a.cuh\"\n#include \"prelude.cuh\"\nbody\n",
+        headers: &[PRELUDE, ("a.cuh", "#include \"prelude.cuh\"\nA\n")],
+    };
+
     #[test]
-    fn includes_are_resolved_once_per_header() {
-        let src = Program::AcStep {
-            dim: 3,
-            shape: tune::DEFAULT_SHAPE,
-            variant: Variant::new(false, false),
-        }
-        .source();
+    fn includes_are_replaced_by_the_headers() {
+        let src = SOURCE.expanded();
         assert!(!src.contains("#include"));
-        assert_eq!(src.matches("typedef REAL real_t;").count(), 1);
-        assert!(src.contains("fourth_difference"));
+        // Twice included, once compiled: the prelude's guard.
+        assert_eq!(src.matches("typedef REAL real_t;").count(), 2);
+        assert!(src.contains("#ifndef FERROFLOW_PRELUDE_CUH"));
+        assert!(src.ends_with("body\n"));
     }
 
     #[test]
-    fn every_kernel_file_has_a_program_and_every_program_a_file() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
-        if !dir.is_dir() {
-            println!(
-                "skipped: {} is not here (test executable moved)",
-                dir.display()
-            );
-            return;
-        }
-        let mut files: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        files.sort();
-        let mut named: Vec<String> = HEADERS.iter().map(|(n, _)| n.to_string()).collect();
-        for build in every_build(false) {
-            let file = format!("{}.cu", build.program.stem());
-            if !named.contains(&file) {
-                named.push(file);
-            }
-        }
-        named.sort();
-        assert_eq!(files, named);
-    }
-
-    #[test]
-    fn step_options_carry_the_shape_and_others_do_not() {
-        let shape = LaunchShape::new([16, 4, 4], 2);
-        let step = Build {
-            program: Program::AcStep {
-                dim: 3,
-                shape,
-                variant: Variant::new(true, false),
-            },
-            precision: Scalar::F64,
-            fmad: false,
-        };
-        let opts = step.options("sm_90");
-        for o in [
-            "--gpu-architecture=sm_90",
-            "--fmad=false",
-            "-DREAL=double",
-            "-DDIM=3",
-            "-DBLOCK_X=16",
-            "-DBLOCK_Y=4",
-            "-DBLOCK_Z=4",
-            "-DMARCH=2",
-            "-DTILE=0",
-            "-DMIN_BLOCKS=0",
-            "-DWITH_SOURCE=1",
-            "-DWITH_ENERGY=0",
-        ] {
-            assert!(opts.contains(&o.to_string()), "{o} missing from {opts:?}");
-        }
-        let boundary = Build {
-            program: Program::Boundary,
-            ..step
-        };
-        assert!(!boundary
-            .options("sm_90")
-            .iter()
-            .any(|o| o.contains("BLOCK")));
-    }
-
-    #[test]
-    fn digest_follows_options_and_precision() {
-        let plain = Variant::new(false, false);
-        let d = source_digest(Scalar::F64, 2, plain, false);
-        assert_eq!(d, source_digest(Scalar::F64, 2, plain, false));
-        assert_ne!(d, source_digest(Scalar::F32, 2, plain, false));
-        assert_ne!(d, source_digest(Scalar::F64, 2, plain, true));
-        assert_ne!(d, source_digest(Scalar::F64, 3, plain, false));
-        assert_ne!(
-            d,
-            source_digest(Scalar::F64, 2, Variant::new(true, false), false)
+    fn options_carry_the_precision_rounding_and_macros_in_order() {
+        let build = Build::new(SOURCE, Scalar::F32)
+            .define("DIM", 3)
+            .define("BLOCK_X", 32);
+        let opts = build.options("sm_90");
+        assert_eq!(
+            opts,
+            [
+                "--gpu-architecture=sm_90",
+                "--fmad=false",
+                "--ftz=true",
+                "--prec-div=false",
+                "--prec-sqrt=false",
+                "-DREAL=float",
+                "-DDIM=3",
+                "-DBLOCK_X=32",
+            ]
         );
+        let exact = Build {
+            exact_f32: true,
+            ..build.clone()
+        };
+        assert!(exact
+            .options("sm_90")
+            .contains(&"--prec-div=true".to_string()));
+        let f64 = Build::new(SOURCE, Scalar::F64).options("sm_90");
+        for o in [
+            "--ftz=false",
+            "--prec-div=true",
+            "--prec-sqrt=true",
+            "-DREAL=double",
+        ] {
+            assert!(f64.contains(&o.to_string()), "{o} missing from {f64:?}");
+        }
+        let labelled = Build {
+            label: "3D".into(),
+            ..build
+        };
+        assert_eq!(labelled.to_string(), "test.cu (F32, 3D, fmad=false)");
     }
 
     #[test]

@@ -14,10 +14,10 @@ use std::sync::Arc;
 const NO_DRIVER: &str = "no CUDA driver: libcuda.so is not on the loader path";
 
 /// Bytes per GiB, for messages.
-pub(crate) const GIB: f64 = (1u64 << 30) as f64;
+pub const GIB: f64 = (1u64 << 30) as f64;
 
 /// Checks a CUDA result, naming the operation that failed.
-pub(crate) trait Check<T> {
+pub trait Check<T> {
     /// The value, or [`BackendError::Driver`] saying what was being done.
     fn check(self, what: &str) -> Result<T, BackendError>;
 }
@@ -34,7 +34,7 @@ impl<T> Check<T> for Result<T, DriverError> {
 
 /// The raw device address of `slice`, for the pointer structs the kernels take and the raw
 /// driver copies.
-pub(crate) fn address<T>(slice: &CudaSlice<T>, stream: &CudaStream) -> sys::CUdeviceptr {
+pub fn address<T>(slice: &CudaSlice<T>, stream: &CudaStream) -> sys::CUdeviceptr {
     // Event tracking is off (Device::open), so the returned guard records nothing.
     slice.device_ptr(stream).0
 }
@@ -48,12 +48,16 @@ fn unavailable(reason: impl Into<String>) -> BackendError {
 
 /// A device with its context and the single stream every kernel and copy of a backend runs
 /// on, in order.
-pub(crate) struct Device {
+pub struct Device {
+    /// The context.
     pub ctx: Arc<CudaContext>,
+    /// The stream.
     pub stream: Arc<CudaStream>,
+    /// The device's name, as the driver gives it.
     pub name: String,
     /// Compute capability as `(major, minor)`.
     pub capability: (i32, i32),
+    /// Streaming multiprocessors.
     pub multiprocessors: u32,
 }
 
@@ -132,12 +136,13 @@ impl Device {
 }
 
 /// Times work queued on a stream with a pair of CUDA events.
-pub(crate) struct Timer {
+pub struct Timer {
     start: CudaEvent,
     end: CudaEvent,
 }
 
 impl Timer {
+    /// Two events of `device`'s context.
     pub fn new(device: &Device) -> Result<Timer, BackendError> {
         let event = || {
             device
@@ -168,7 +173,7 @@ impl Timer {
 }
 
 /// Median of timings.
-pub(crate) fn median(mut times: Vec<f64>) -> f64 {
+pub fn median(mut times: Vec<f64>) -> f64 {
     times.sort_by(f64::total_cmp);
     times[times.len() / 2]
 }

@@ -1,17 +1,14 @@
-//! Autotuning of the `ac_step` launch shape. The candidates are compiled in parallel, then each
-//! is timed with CUDA events (median of several samples after a warm-up) and the fastest is
-//! kept, unless the default shape is within 2 % of it, so that noise does not move a run off
-//! the default for nothing. The choice is cached on disk, keyed by device name, grid,
-//! precision, kernel variant and a digest of the kernel source and options.
-//!
-//! The timed passes read the current buffer and write the interior nodes and walls of the
-//! other one, which the next iteration overwrites before anything reads them: tuning leaves
-//! the state unchanged and needs no scratch memory.
+//! Autotuning of a kernel's launch shape, for any kernel a crate describes as [`Tunable`]. The
+//! candidates are compiled in parallel, then each is timed with CUDA events (median of several
+//! samples after a warm-up) and the fastest is kept, unless the default shape (the first
+//! candidate) is within 2 % of it, so that noise does not move a run off the default for
+//! nothing. The choice is cached on disk, keyed by device name, the kernel's own key (grid,
+//! precision, entry point) and a digest of its source and options.
 use crate::cache;
-use crate::compile::{self, Build, Program, Scalar, Variant};
+use crate::compile::Build;
 use crate::device::{median, Device, Timer};
-use crate::launch::{BoundaryKernel, LaunchShape, StepArgs, StepKernel, Vars};
-use ferroflow_core::{BackendError, Layout, Real};
+use ferroflow_core::BackendError;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -29,11 +26,11 @@ const REPLACE_BELOW: f64 = 0.98;
 /// File name of the cache in the cache directory.
 const CACHE_FILE: &str = "cuda-tuning.json";
 
-/// How the `ac_step` launch shape is chosen.
+/// How a launch shape of type `S` is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TuneMode {
-    /// The cached choice for this device, grid, precision and kernel source; on a miss, tune
-    /// and cache the result.
+pub enum TuneMode<S> {
+    /// The cached choice for this device, kernel and source; on a miss, tune and cache the
+    /// result.
     #[default]
     Cached,
     /// Time every candidate and update the cache (what `ferroflow tune` does).
@@ -41,7 +38,7 @@ pub enum TuneMode {
     /// The default shape, nothing timed (`no_tune`).
     Off,
     /// This shape, nothing timed (the tests run every candidate this way).
-    Fixed(LaunchShape),
+    Fixed(S),
 }
 
 /// Where a chosen shape came from.
@@ -59,28 +56,28 @@ pub enum TuneSource {
 
 /// The timing of one candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct TuneRow {
+pub struct TuneRow<S> {
     /// The launch shape.
-    pub shape: LaunchShape,
-    /// Median seconds per pass: the `ac_step` launch and the wall fills after it (residual
-    /// norms off, as in most iterations); shapes differ in which x walls they leave to the
-    /// wall fills.
+    pub shape: S,
+    /// Median seconds per timed pass ([`Tunable::queue`]).
     pub seconds: f64,
 }
 
-/// How the launch shape of a backend was chosen, with the full timing table.
+/// How the launch shape of a kernel was chosen, with the full timing table.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TuneReport {
+pub struct TuneReport<S> {
+    /// What was tuned, e.g. `ac_step launch shape`.
+    pub what: String,
     /// The shape in use.
-    pub chosen: LaunchShape,
+    pub chosen: S,
     /// Where it came from.
     pub source: TuneSource,
     /// Every candidate's timing, in candidate order (from the cache when `source` is `Cache`;
     /// empty when `Default` or `Fixed`).
-    pub rows: Vec<TuneRow>,
+    pub rows: Vec<TuneRow<S>>,
     /// Wall time this run spent choosing (compiling and timing candidates), seconds.
     pub seconds: f64,
-    /// Interior nodes updated per launch (for rates).
+    /// Nodes (or other items) updated per pass, for rates.
     pub nodes: usize,
     /// The cache file consulted or written, if any.
     pub cache_file: Option<PathBuf>,
@@ -88,7 +85,7 @@ pub struct TuneReport {
     pub cache_error: Option<String>,
 }
 
-impl fmt::Display for TuneReport {
+impl<S: fmt::Display + PartialEq> fmt::Display for TuneReport<S> {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         let source = match self.source {
             TuneSource::Measured => "measured",
@@ -98,8 +95,8 @@ impl fmt::Display for TuneReport {
         };
         writeln!(
             f,
-            "ac_step launch shape {} ({source}; {:.2} s)",
-            self.chosen, self.seconds
+            "{} {} ({source}; {:.2} s)",
+            self.what, self.chosen, self.seconds
         )?;
         if !self.rows.is_empty() {
             writeln!(
@@ -128,86 +125,10 @@ impl fmt::Display for TuneReport {
     }
 }
 
-/// The shape used without tuning, in 2D and 3D: a warp along x reads contiguous rows.
-pub const DEFAULT_SHAPE: LaunchShape = LaunchShape::new([32, 4, 1], 1);
-
-/// The launch shapes tuning times for a `dim`-dimensional grid, the default first (it is the
-/// first incumbent).
-pub fn candidates(dim: usize) -> Vec<LaunchShape> {
-    let s = LaunchShape::new;
-    let t = LaunchShape::tiled;
-    let rest: &[LaunchShape] = if dim == 2 {
-        &[
-            s([16, 2, 1], 1),
-            s([16, 4, 1], 1),
-            s([16, 8, 1], 1),
-            s([32, 1, 1], 1),
-            s([32, 2, 1], 1),
-            s([32, 8, 1], 1),
-            s([64, 1, 1], 1),
-            s([64, 2, 1], 1),
-            s([64, 4, 1], 1),
-            s([128, 1, 1], 1),
-            s([128, 2, 1], 1),
-            s([256, 1, 1], 1),
-            s([32, 2, 1], 2),
-            s([32, 4, 1], 2),
-            s([32, 8, 1], 2),
-            s([64, 2, 1], 2),
-            s([64, 4, 1], 2),
-            s([32, 2, 1], 4),
-            s([32, 4, 1], 4),
-            s([64, 2, 1], 4),
-            s([32, 4, 1], 8),
-        ]
-    } else {
-        &[
-            s([32, 2, 2], 1),
-            s([32, 8, 1], 1),
-            s([64, 2, 1], 1),
-            s([64, 4, 1], 1),
-            s([128, 1, 1], 1),
-            s([16, 4, 4], 1),
-            s([16, 8, 2], 1),
-            s([32, 4, 2], 1),
-            s([32, 4, 1], 2),
-            s([32, 4, 1], 4),
-            s([32, 4, 1], 8),
-            s([32, 8, 1], 2),
-            s([32, 8, 1], 4),
-            s([64, 2, 1], 4),
-            s([64, 4, 1], 4),
-            s([32, 4, 1], 16),
-            s([32, 2, 1], 2),
-            s([64, 2, 1], 2),
-            s([32, 2, 1], 4),
-            s([32, 4, 1], 1).with_min_blocks(6),
-            s([32, 4, 1], 1).with_min_blocks(7),
-            s([64, 2, 1], 1).with_min_blocks(6),
-            s([32, 4, 1], 2).with_min_blocks(5),
-            s([32, 4, 1], 4).with_min_blocks(5),
-            t([32, 8], 8).with_min_blocks(2),
-            t([32, 8], 16).with_min_blocks(2),
-            t([32, 8], 32).with_min_blocks(2),
-            t([32, 4], 16).with_min_blocks(4),
-            t([64, 4], 16).with_min_blocks(2),
-            t([64, 4], 8).with_min_blocks(2),
-            t([64, 4], 32).with_min_blocks(2),
-            t([64, 4], 64).with_min_blocks(2),
-            t([64, 4], 128).with_min_blocks(2),
-            t([64, 2], 16).with_min_blocks(4),
-            t([64, 2], 32).with_min_blocks(4),
-        ]
-    };
-    std::iter::once(DEFAULT_SHAPE)
-        .chain(rest.iter().copied())
-        .collect()
-}
-
 /// Index of the chosen row: the fastest, unless the first (the default shape) is within
 /// `REPLACE_BELOW` of it. Unlike a running incumbent, the choice does not depend on the order
 /// of the other candidates.
-fn pick(rows: &[TuneRow]) -> usize {
+fn pick<S>(rows: &[TuneRow<S>]) -> usize {
     let fastest = (0..rows.len())
         .min_by(|&a, &b| rows[a].seconds.total_cmp(&rows[b].seconds))
         .unwrap_or(0);
@@ -218,45 +139,66 @@ fn pick(rows: &[TuneRow]) -> usize {
     }
 }
 
-/// Everything the timed launches of one backend need.
-pub(crate) struct Tuner<'a, R> {
-    pub device: &'a Device,
-    pub layout: Layout,
-    pub precision: Scalar,
-    pub fmad: bool,
-    /// The entry point the problem needs.
-    pub variant: Variant,
-    pub args: &'a StepArgs<R>,
-    /// The wall fills that follow each pass.
-    pub boundary: &'a BoundaryKernel,
-    pub cur: Vars,
-    pub next: Vars,
+/// A kernel whose launch shape can be tuned: how to build, load and time it.
+pub trait Tunable {
+    /// A launch shape (serialised into the cache).
+    type Shape: Copy + PartialEq + fmt::Display + Serialize + DeserializeOwned;
+    /// The loaded kernel for one shape.
+    type Kernel;
+
+    /// What is tuned, for the report (e.g. `ac_step launch shape`).
+    fn what(&self) -> String;
+    /// The shapes to time that fit the problem, the default first; an error if none does.
+    fn candidates(&self) -> Result<Vec<Self::Shape>, BackendError>;
+    /// The shape used untuned.
+    fn default_shape(&self) -> Self::Shape;
+    /// The build for `shape`.
+    fn build(&self, shape: Self::Shape) -> Build;
+    /// The kernel of a compiled `build(shape)`.
+    fn load(&self, cubin: Vec<u8>, shape: Self::Shape) -> Result<Self::Kernel, BackendError>;
+    /// Queues one timed pass of `kernel`; it must leave the state as it was.
+    fn queue(&self, kernel: &Self::Kernel) -> Result<(), BackendError>;
+    /// Nodes updated per pass (for rates).
+    fn nodes(&self) -> usize;
+    /// What the choice depends on besides the device and the source, for the cache key (e.g.
+    /// `3D 257x257x257 | F64 | ac_step`).
+    fn cache_key(&self) -> String;
 }
 
-impl<R: Real> Tuner<'_, R> {
-    /// Chooses the launch shape as `mode` says; returns the kernel compiled for it.
-    pub fn choose(&self, mode: TuneMode) -> Result<(StepKernel, TuneReport), BackendError> {
-        let start = Instant::now();
-        let mut report = TuneReport {
-            chosen: DEFAULT_SHAPE,
-            source: TuneSource::Default,
-            rows: Vec::new(),
-            seconds: 0.0,
-            nodes: self.layout.interior_nodes(),
-            cache_file: None,
-            cache_error: None,
-        };
-        let kernel = if mode == TuneMode::Off {
-            self.kernel(report.chosen)?
-        } else if let TuneMode::Fixed(shape) = mode {
+/// Chooses the launch shape of `kernel` on `device` as `mode` says; returns the kernel loaded
+/// for it and how it was chosen.
+pub fn tune<T: Tunable>(
+    device: &Device,
+    kernel: &T,
+    mode: TuneMode<T::Shape>,
+) -> Result<(T::Kernel, TuneReport<T::Shape>), BackendError> {
+    let start = Instant::now();
+    let mut report = TuneReport {
+        what: kernel.what(),
+        chosen: kernel.default_shape(),
+        source: TuneSource::Default,
+        rows: Vec::new(),
+        seconds: 0.0,
+        nodes: kernel.nodes(),
+        cache_file: None,
+        cache_error: None,
+    };
+    let compiled = |shape| kernel.load(device.compile(&kernel.build(shape))?, shape);
+    let chosen = match mode {
+        TuneMode::Off => compiled(report.chosen)?,
+        TuneMode::Fixed(shape) => {
             report.chosen = shape;
             report.source = TuneSource::Fixed;
-            self.kernel(shape)?
-        } else {
+            compiled(shape)?
+        }
+        TuneMode::Cached | TuneMode::Always => {
             let path = cache::dir().join(CACHE_FILE);
-            let key = self.cache_key();
+            let key = cache_key(device, kernel);
             let cached = match read_cache(&path) {
-                Ok(cache) => cache.entries.get(&key).cloned(),
+                Ok(cache) => cache
+                    .entries
+                    .get(&key)
+                    .and_then(|v| serde_json::from_value::<CacheEntry<T::Shape>>(v.clone()).ok()),
                 Err(e) => {
                     report.cache_error = Some(e);
                     None
@@ -268,12 +210,12 @@ impl<R: Real> Tuner<'_, R> {
                     report.source = TuneSource::Cache;
                     report.chosen = entry.chosen;
                     report.rows = entry.rows;
-                    self.kernel(report.chosen)?
+                    compiled(report.chosen)?
                 }
                 _ => {
-                    let (kernel, rows) = self.measure()?;
+                    let (chosen, shape, rows) = measure(device, kernel)?;
                     report.source = TuneSource::Measured;
-                    report.chosen = kernel.shape;
+                    report.chosen = shape;
                     report.rows = rows;
                     let entry = CacheEntry {
                         chosen: report.chosen,
@@ -282,121 +224,81 @@ impl<R: Real> Tuner<'_, R> {
                     if let Err(e) = write_cache(&path, key, entry) {
                         report.cache_error = Some(e);
                     }
-                    kernel
+                    chosen
                 }
             }
-        };
-        report.seconds = start.elapsed().as_secs_f64();
-        tracing::debug!(
-            shape = %report.chosen,
-            source = ?report.source,
-            seconds = report.seconds,
-            "launch shape of the interior kernel"
-        );
-        Ok((kernel, report))
-    }
-
-    fn build(&self, shape: LaunchShape) -> Build {
-        Build {
-            program: Program::AcStep {
-                dim: self.layout.dim,
-                shape,
-                variant: self.variant,
-            },
-            precision: self.precision,
-            fmad: self.fmad,
         }
-    }
-
-    fn load(&self, cubin: Vec<u8>, shape: LaunchShape) -> Result<StepKernel, BackendError> {
-        let function = self.device.load(cubin, self.variant.entry())?;
-        StepKernel::new(function, shape, &self.layout)
-    }
-
-    fn kernel(&self, shape: LaunchShape) -> Result<StepKernel, BackendError> {
-        self.load(self.device.compile(&self.build(shape))?, shape)
-    }
-
-    /// Compiles and times every candidate that fits the grid; returns the fastest's kernel.
-    fn measure(&self) -> Result<(StepKernel, Vec<TuneRow>), BackendError> {
-        let shapes: Vec<LaunchShape> = candidates(self.layout.dim)
-            .into_iter()
-            .filter(|s| s.grid(&self.layout).is_ok())
-            .collect();
-        let builds: Vec<Build> = shapes.iter().map(|&s| self.build(s)).collect();
-        let mut kernels = Vec::new();
-        let mut rows = Vec::new();
-        for (cubin, &shape) in self.device.compile_many(&builds).into_iter().zip(&shapes) {
-            let kernel = self.load(cubin?, shape)?;
-            rows.push(TuneRow {
-                shape,
-                seconds: self.time(&kernel)?,
-            });
-            kernels.push(kernel);
-        }
-        if kernels.is_empty() {
-            return Err(BackendError::NotSuitable {
-                backend: "cuda",
-                what: format!("a {:?}-node grid: no launch shape fits", self.layout.n),
-            });
-        }
-        Ok((kernels.swap_remove(pick(&rows)), rows))
-    }
-
-    /// Median seconds per pass of `kernel` and the wall fills, after a warm-up.
-    fn time(&self, kernel: &StepKernel) -> Result<f64, BackendError> {
-        let stream = &self.device.stream;
-        let timer = Timer::new(self.device)?;
-        let sample = |launches: usize| -> Result<f64, BackendError> {
-            let seconds = timer.seconds(stream, || {
-                (0..launches).try_for_each(|_| {
-                    // Any value serves as the pressure shift while timing.
-                    let done = kernel.launch(
-                        stream,
-                        self.args,
-                        &self.cur,
-                        &self.next,
-                        None,
-                        self.cur.v[0],
-                        false,
-                    )?;
-                    self.boundary
-                        .launch(stream, &self.next, &self.args.grid, done)
-                })
-            })?;
-            Ok(seconds / launches as f64)
-        };
-        sample(2)?;
-        let one = sample(1)?;
-        let launches = ((SAMPLE_SECONDS / one).ceil() as usize).clamp(1, 1000);
-        let times = (0..SAMPLES)
-            .map(|_| sample(launches))
-            .collect::<Result<Vec<f64>, _>>()?;
-        Ok(median(times))
-    }
-
-    fn cache_key(&self) -> String {
-        let [n0, n1, n2] = self.layout.n;
-        format!(
-            "{} | {}D {n0}x{n1}x{n2} | {:?} | {} | {:016x}",
-            self.device.name,
-            self.layout.dim,
-            self.precision,
-            self.variant.entry(),
-            compile::source_digest(self.precision, self.layout.dim, self.variant, self.fmad)
-        )
-    }
+    };
+    report.seconds = start.elapsed().as_secs_f64();
+    tracing::debug!(
+        shape = %report.chosen,
+        source = ?report.source,
+        seconds = report.seconds,
+        "{}", report.what
+    );
+    Ok((chosen, report))
 }
 
+/// Compiles and times every candidate; returns the chosen one's kernel and shape, and the
+/// table.
+#[allow(clippy::type_complexity)]
+fn measure<T: Tunable>(
+    device: &Device,
+    kernel: &T,
+) -> Result<(T::Kernel, T::Shape, Vec<TuneRow<T::Shape>>), BackendError> {
+    let shapes = kernel.candidates()?;
+    let builds: Vec<Build> = shapes.iter().map(|&s| kernel.build(s)).collect();
+    let mut kernels = Vec::new();
+    let mut rows = Vec::new();
+    for (cubin, &shape) in device.compile_many(&builds).into_iter().zip(&shapes) {
+        let k = kernel.load(cubin?, shape)?;
+        rows.push(TuneRow {
+            shape,
+            seconds: time(device, kernel, &k)?,
+        });
+        kernels.push(k);
+    }
+    let chosen = pick(&rows);
+    Ok((kernels.swap_remove(chosen), rows[chosen].shape, rows))
+}
+
+/// Median seconds per pass of `k`, after a warm-up.
+fn time<T: Tunable>(device: &Device, kernel: &T, k: &T::Kernel) -> Result<f64, BackendError> {
+    let timer = Timer::new(device)?;
+    let sample = |launches: usize| -> Result<f64, BackendError> {
+        let seconds = timer.seconds(&device.stream, || {
+            (0..launches).try_for_each(|_| kernel.queue(k))
+        })?;
+        Ok(seconds / launches as f64)
+    };
+    sample(2)?;
+    let one = sample(1)?;
+    let launches = ((SAMPLE_SECONDS / one).ceil() as usize).clamp(1, 1000);
+    let times = (0..SAMPLES)
+        .map(|_| sample(launches))
+        .collect::<Result<Vec<f64>, _>>()?;
+    Ok(median(times))
+}
+
+/// The cache key: the device, the kernel's own key, and a digest of the source and options
+/// of its default build (FNV-1a: stable across Rust versions, unlike `DefaultHasher`).
+fn cache_key<T: Tunable>(device: &Device, kernel: &T) -> String {
+    let build = kernel.build(kernel.default_shape());
+    let source = cache::fnv1a(cache::FNV_OFFSET, build.source.expanded().as_bytes());
+    let digest = cache::fnv1a(source, build.options("").join(" ").as_bytes());
+    format!("{} | {} | {digest:016x}", device.name, kernel.cache_key())
+}
+
+/// The cache: one entry per key, each of its kernel's shape type.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct CacheFile {
-    entries: BTreeMap<String, CacheEntry>,
+    entries: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct CacheEntry {
-    chosen: LaunchShape,
-    rows: Vec<TuneRow>,
+struct CacheEntry<S> {
+    chosen: S,
+    rows: Vec<TuneRow<S>>,
 }
 
 /// The cache's entries; a missing file is an empty cache.
@@ -410,9 +312,10 @@ fn read_cache(path: &Path) -> Result<CacheFile, String> {
 
 /// Adds or replaces one entry, writing a temporary file and renaming it so that readers never
 /// see half a file. An unreadable cache is replaced.
-fn write_cache(path: &Path, key: String, entry: CacheEntry) -> Result<(), String> {
+fn write_cache<S: Serialize>(path: &Path, key: String, entry: CacheEntry<S>) -> Result<(), String> {
     let mut cache = read_cache(path).unwrap_or_default();
-    cache.entries.insert(key, entry);
+    let value = serde_json::to_value(entry).map_err(|e| e.to_string())?;
+    cache.entries.insert(key, value);
     let text = serde_json::to_string_pretty(&cache).map_err(|e| e.to_string())?;
     let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
     let io = |e: std::io::Error| format!("{}: {e}", path.display());
@@ -427,11 +330,11 @@ fn write_cache(path: &Path, key: String, entry: CacheEntry) -> Result<(), String
 mod tests {
     use super::*;
 
-    fn row(x: u32, seconds: f64) -> TuneRow {
-        TuneRow {
-            shape: LaunchShape::new([x, 1, 1], 1),
-            seconds,
-        }
+    /// A stand-in shape: threads per block.
+    type Threads = u32;
+
+    fn row(x: Threads, seconds: f64) -> TuneRow<Threads> {
+        TuneRow { shape: x, seconds }
     }
 
     #[test]
@@ -444,43 +347,38 @@ mod tests {
     }
 
     #[test]
-    fn candidates_start_with_the_default_and_fit_a_block() {
-        for dim in [2, 3] {
-            let c = candidates(dim);
-            assert_eq!(c[0], DEFAULT_SHAPE);
-            for (i, s) in c.iter().enumerate() {
-                assert!(s.threads() <= 256 && s.threads() % 32 == 0, "{s}");
-                assert!(!c[..i].contains(s), "{s} twice");
-                if dim == 2 {
-                    assert_eq!(s.block[2], 1);
-                    assert!(!s.tile, "{s}");
-                }
-                if s.tile {
-                    // Two f64 plane tiles of five variables with a ring two nodes deep fit
-                    // the 48 KiB of static shared memory.
-                    let [x, y, _] = s.block;
-                    assert!((x + 4) * (y + 4) * 8 * 5 * 2 <= 48 * 1024, "{s}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn cache_round_trips_and_replaces_entries() {
+    fn cache_round_trips_and_replaces_entries_of_any_shape_type() {
         let dir = std::env::temp_dir().join(format!("ferroflow-cuda-test-{}", std::process::id()));
         let path = dir.join(CACHE_FILE);
         let entry = |x| CacheEntry {
-            chosen: LaunchShape::new([x, 2, 1], 1),
+            chosen: x,
             rows: vec![row(x, 1e-5)],
+        };
+        let read = |key: &str| -> Option<CacheEntry<Threads>> {
+            let value = read_cache(&path).unwrap().entries.get(key)?.clone();
+            serde_json::from_value(value).ok()
         };
         assert!(read_cache(&path).unwrap().entries.is_empty());
         write_cache(&path, "a".into(), entry(32)).unwrap();
         write_cache(&path, "b".into(), entry(64)).unwrap();
         write_cache(&path, "a".into(), entry(128)).unwrap();
-        let cache = read_cache(&path).unwrap();
-        assert_eq!(cache.entries.len(), 2);
-        assert_eq!(cache.entries["a"].chosen.block[0], 128);
-        assert_eq!(cache.entries["b"].rows, vec![row(64, 1e-5)]);
+        // Another kernel's shapes share the file.
+        write_cache(
+            &path,
+            "other".into(),
+            CacheEntry {
+                chosen: [1, 2],
+                rows: vec![],
+            },
+        )
+        .unwrap();
+        assert_eq!(read_cache(&path).unwrap().entries.len(), 3);
+        assert_eq!(read("a").unwrap().chosen, 128);
+        assert_eq!(read("b").unwrap().rows, vec![row(64, 1e-5)]);
+        assert!(
+            read("other").is_none(),
+            "a [u32; 2] entry read as a u32 one"
+        );
         std::fs::write(&path, "not json").unwrap();
         assert!(read_cache(&path).is_err());
         write_cache(&path, "c".into(), entry(32)).unwrap();
@@ -491,7 +389,8 @@ mod tests {
     #[test]
     fn report_prints_every_row_and_marks_the_choice() {
         let report = TuneReport {
-            chosen: LaunchShape::new([64, 1, 1], 1),
+            what: "test launch shape".into(),
+            chosen: 64,
             source: TuneSource::Measured,
             rows: vec![row(32, 2e-5), row(64, 1e-5)],
             seconds: 0.5,
@@ -500,8 +399,12 @@ mod tests {
             cache_error: None,
         };
         let text = report.to_string();
-        assert!(text.contains("* 64x1x1"), "{text}");
-        assert!(text.contains("  32x1x1"), "{text}");
+        assert!(
+            text.starts_with("test launch shape 64 (measured; 0.50 s)"),
+            "{text}"
+        );
+        assert!(text.contains("* 64 "), "{text}");
+        assert!(text.contains("  32 "), "{text}");
         assert!(text.contains("100.000"), "{text}");
     }
 }

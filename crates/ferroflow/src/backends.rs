@@ -3,12 +3,12 @@
 use crate::world::World;
 use crate::Failure;
 use ferroflow_ac::cpu::CpuBackend;
+use ferroflow_ac::cuda::{CudaBackend, CudaOptions, MultiGpu, MultiGpuOptions, TuneMode};
 use ferroflow_ac::Decomposed;
 use ferroflow_ac::{Method, Problem};
 use ferroflow_cases::case::{BackendKind, BackendSpec, Exchange, ParallelSpec};
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, BackendError, ProblemError, Real};
-use ferroflow_cuda::{CudaBackend, CudaOptions, MultiGpu, MultiGpuOptions, TuneMode};
 use ferroflow_parallel::{InProcess, Transport};
 use std::sync::Arc;
 

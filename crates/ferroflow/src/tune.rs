@@ -5,9 +5,9 @@ use crate::input::{LoadedCase, Override, DEFAULT_CASE};
 use crate::run::value_name;
 use crate::Failure;
 use clap::Args;
+use ferroflow_ac::cuda::{CudaBackend, TuneMode, DEFAULT_SHAPE};
 use ferroflow_cases::case::{MethodKind, Precision};
 use ferroflow_core::Real;
-use ferroflow_cuda::{CudaBackend, TuneMode, DEFAULT_SHAPE};
 
 /// Arguments of `ferroflow tune`.
 #[derive(Args)]

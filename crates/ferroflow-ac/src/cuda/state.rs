@@ -1,13 +1,13 @@
 //! The state on the device for a whole run: two buffers per variable (current and next,
 //! swapped by flipping an index, never copied), the source term, and the residual sums. Host
 //! transfers happen only on upload, download and residual reads.
-use crate::compile::Scalar;
-use crate::device::{address, Check};
-use crate::launch::{BoundaryKernel, GridArgs, Vars};
-use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaSlice, CudaStream};
-use ferroflow_ac::Problem;
+use super::launch::{BoundaryKernel, GridArgs, Vars};
+use crate::Problem;
 use ferroflow_core::{BackendError, Fields, Layout, Real};
+use ferroflow_cuda::cudarc::driver::sys::CUdeviceptr;
+use ferroflow_cuda::cudarc::driver::{CudaSlice, CudaStream};
+use ferroflow_cuda::Scalar;
+use ferroflow_cuda::{address, Check};
 use std::sync::Arc;
 
 /// The bytes of `values`: `R` is f32 or f64 (checked), plain bits without padding.

@@ -4,7 +4,7 @@
 #ifndef FERROFLOW_AC_FORMULAS_CUH
 #define FERROFLOW_AC_FORMULAS_CUH
 
-#include "prelude.cuh"
+#include "grid.cuh"
 
 // Local artificial compressibility beta^2 = max(|u|^2, kappa U_ref^2).
 __device__ __forceinline__ real_t local_beta2(real_t speed2, real_t beta2_min) {

@@ -42,7 +42,7 @@ fn kernel_coefficients_match_the_host_struct() {
         "pub struct Coefficients<R> {",
     );
     let device = block(
-        &read(crates.join("ferroflow-cuda/kernels/ac_residual.cuh")),
+        &read(crates.join("ferroflow-ac/kernels/ac_residual.cuh")),
         "struct Coeffs {",
     );
     assert_eq!(
@@ -54,7 +54,7 @@ fn kernel_coefficients_match_the_host_struct() {
         "pub struct ImplicitCoefficients<S> {",
     );
     let device = block(
-        &read(crates.join("ferroflow-cuda/kernels/ac_implicit.cu")),
+        &read(crates.join("ferroflow-ac/kernels/ac_implicit.cu")),
         "struct ImplCoeffs {",
     );
     assert!(host.len() >= 9, "{host:?}");
@@ -71,7 +71,7 @@ fn every_cpu_formula_has_a_device_twin() {
         return;
     };
     let cpu = read(crates.join("ferroflow-ac/src/cpu/formulas.rs"));
-    let cuda = read(crates.join("ferroflow-cuda/kernels/ac_formulas.cuh"));
+    let cuda = read(crates.join("ferroflow-ac/kernels/ac_formulas.cuh"));
     let names: Vec<&str> = cpu
         .lines()
         .filter_map(|l| l.trim_start().strip_prefix("pub fn "))

@@ -11,7 +11,10 @@
 // add up in a fixed order. The template switches SRC (source terms) and ENERGY (temperature T
 // after the velocity, its transport and its buoyancy in the momentum equations) make four
 // entry points, of which a build holds the one WITH_SOURCE and WITH_ENERGY select; without
-// them the code is that of the flow alone.
+// them the code is that of the flow alone. The host (src/cuda/programs.rs) passes
+//   DIM, BLOCK_X, BLOCK_Y, BLOCK_Z, MARCH, TILE    dimension and launch shape
+//   MIN_BLOCKS                                     blocks per SM to fit (0: any)
+//   WITH_SOURCE, WITH_ENERGY                       which entry point (0 | 1)
 #include "ac_residual.cuh"
 
 #define BLOCK_THREADS (BLOCK_X * BLOCK_Y * BLOCK_Z)

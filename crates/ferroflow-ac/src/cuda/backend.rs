@@ -3,22 +3,21 @@
 //! computed and copied back only for the last iteration of each `advance` call. Iterations
 //! before it are replayed from CUDA graphs, which removes most of the launch overhead that
 //! dominates on small grids.
-use crate::compile::{Build, Program, Scalar, Variant};
-use crate::device::{address, Check, Device, GIB};
-use crate::implicit::{bytes_of, values_of, Relaxer};
-use crate::launch::{
-    BoundaryKernel, Coeffs, GridArgs, HaloKernel, NodeBox, ReduceKernel, StepArgs, StepKernel,
-};
-use crate::state::{bytes, bytes_mut, Norms, State};
-use crate::tune::{self, TuneMode, TuneReport, Tuner};
-use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::{CudaGraph, CudaSlice};
-use ferroflow_ac::implicit::{GaugeSums, ImplicitBlock};
-use ferroflow_ac::iteration::{finish, iterate, AcKernels};
-use ferroflow_ac::{BlockBackend, Problem};
+use super::implicit::{bytes_of, values_of, Relaxer};
+use super::launch::{BoundaryKernel, Coeffs, GridArgs, HaloKernel, NodeBox, StepArgs, StepKernel};
+use super::programs::{Program, Variant};
+use super::state::{bytes, bytes_mut, Norms, State};
+use super::tune::{self, StepTuning, TuneMode, TuneReport};
+use crate::implicit::{GaugeSums, ImplicitBlock};
+use crate::iteration::{finish, iterate, AcKernels};
+use crate::{BlockBackend, Problem};
 use ferroflow_core::decomposition::Face;
 use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals};
+use ferroflow_cuda::cudarc::driver::sys::CUdeviceptr;
+use ferroflow_cuda::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use ferroflow_cuda::cudarc::driver::{CudaGraph, CudaSlice};
+use ferroflow_cuda::{address, Check, Device, GIB};
+use ferroflow_cuda::{ReduceKernel, Scalar};
 
 /// Options of [`CudaBackend::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,8 +90,8 @@ impl<R: Real> CudaBackend<R> {
         problem: &Problem<R>,
         options: &CudaOptions,
     ) -> Result<CudaBackend<R>, BackendError> {
-        if let ferroflow_ac::Method::Implicit(imp) = &problem.numerics.method {
-            crate::implicit::jacobi_only(&imp.on(true))?;
+        if let crate::Method::Implicit(imp) = &problem.numerics.method {
+            super::implicit::jacobi_only(&imp.on(true))?;
         }
         let precision = Scalar::of::<R>().ok_or_else(|| BackendError::NotSuitable {
             backend: "cuda",
@@ -105,30 +104,23 @@ impl<R: Real> CudaBackend<R> {
 
         ensure_memory(&device, problem)?;
 
-        let build = |program| Build {
-            program,
-            precision,
-            fmad: options.fmad,
-        };
-        let boundary_cubin = device.compile(&build(Program::Boundary))?;
+        let boundary_cubin = device.compile(&Program::Boundary.build(precision, options.fmad))?;
         let boundary =
             BoundaryKernel::new(device.load(boundary_cubin.clone(), "fill_walls")?, problem);
         let halo = HaloKernel {
             function: device.load(boundary_cubin, "halo_box")?,
         };
-        let reduce = ReduceKernel {
-            function: device.load(device.compile(&build(Program::Reduce))?, "reduce_sums")?,
-        };
+        let reduce = ReduceKernel::new(&device)?;
 
         let implicit = match problem.numerics.method {
-            ferroflow_ac::Method::Implicit(imp) => Some(Relaxer::new(
+            crate::Method::Implicit(imp) => Some(Relaxer::new(
                 &device,
                 problem,
                 &imp.on(true),
                 precision,
                 options.fmad,
             )?),
-            ferroflow_ac::Method::Explicit => None,
+            crate::Method::Explicit => None,
         };
         let mut state = State::new(&stream, problem)?;
         let mut args = StepArgs {
@@ -139,7 +131,7 @@ impl<R: Real> CudaBackend<R> {
             x_walls: boundary.x_walls(),
         };
         state.upload(&stream, &problem.initial, &boundary, &args.grid)?;
-        let tuner = Tuner {
+        let tuning = StepTuning {
             device: &device,
             layout,
             precision,
@@ -156,7 +148,7 @@ impl<R: Real> CudaBackend<R> {
         } else {
             options.tune
         };
-        let (step, tuning) = tuner.choose(tune)?;
+        let (step, tuning) = ferroflow_cuda::tune(&device, &tuning, tune)?;
         let blocks = implicit.as_ref().map_or(step.blocks(), Relaxer::blocks);
         let norms = Norms::new(&stream, equations, blocks)?;
         args.partials = norms.partials(&stream);
@@ -238,8 +230,8 @@ impl<R: Real> CudaBackend<R> {
     /// at `buf`.
     pub(crate) fn queue_face(
         &self,
-        stream: &cudarc::driver::CudaStream,
-        vars: &crate::launch::Vars,
+        stream: &ferroflow_cuda::cudarc::driver::CudaStream,
+        vars: &super::launch::Vars,
         face: &Face,
         buf: CUdeviceptr,
         unpack: bool,
@@ -317,10 +309,10 @@ impl<R: Real> CudaBackend<R> {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn queue_face(
     halo: &HaloKernel,
-    stream: &cudarc::driver::CudaStream,
+    stream: &ferroflow_cuda::cudarc::driver::CudaStream,
     grid: &GridArgs,
     layout: &Layout,
-    vars: &crate::launch::Vars,
+    vars: &super::launch::Vars,
     face: &Face,
     buf: CUdeviceptr,
     size: usize,
@@ -363,8 +355,8 @@ fn ensure_memory<R: Real>(device: &Device, problem: &Problem<R>) -> Result<(), B
         ""
     };
     let implicit = match problem.numerics.method {
-        ferroflow_ac::Method::Implicit(imp) => Relaxer::bytes(problem, &imp.on(true)),
-        ferroflow_ac::Method::Explicit => 0,
+        crate::Method::Implicit(imp) => Relaxer::bytes(problem, &imp.on(true)),
+        crate::Method::Explicit => 0,
     };
     let relaxation = if implicit > 0 {
         format!(
@@ -611,7 +603,7 @@ impl<R: Real> CudaBackend<R> {
 fn relaxer(implicit: &mut Option<Relaxer>) -> Result<&mut Relaxer, BackendError> {
     implicit
         .as_mut()
-        .ok_or_else(|| ferroflow_ac::implicit::explicit_block("cuda"))
+        .ok_or_else(|| crate::implicit::explicit_block("cuda"))
 }
 
 /// The error of a block without interfaces asked to move its increments' halos.

@@ -4,14 +4,13 @@
 //! and tuning that leaves the state alone. They need a GPU, so `cargo test` ignores them; run
 //! with `--ignored` (scripts/gpu-check.sh does) they fail where no GPU is usable.
 use ferroflow_ac::cpu::CpuBackend;
+use ferroflow_ac::cuda::{candidates, CudaBackend, CudaOptions, LaunchShape, TuneMode};
 use ferroflow_ac::{Decomposed, Implicit, Method, Numerics, Problem, Relaxation, SideBc};
 use ferroflow_cases::convection::HeatedCavity;
 use ferroflow_cases::{cavity, mms::Manufactured};
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, Fields, Real, Residuals};
-use ferroflow_cuda::{
-    candidates, probe, CudaBackend, CudaOptions, LaunchShape, TuneMode, TuneSource,
-};
+use ferroflow_cuda::{probe, TuneSource};
 use ferroflow_parallel::InProcess;
 
 /// Iterations per `advance` call, as the driver makes them: the first alone, then chunks

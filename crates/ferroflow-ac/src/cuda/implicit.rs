@@ -1,17 +1,18 @@
 //! The implicit relaxation on the device (kernels/ac_implicit.cu): its arrays, and one
 //! iteration queued on the stream without host round trips (so CUDA graphs capture it like the
 //! explicit pass). Jacobi sweeps only: the relaxation whose nodes are all independent.
-use crate::compile::{Build, Program, Scalar, Variant};
-use crate::device::{address, Check, Device};
-use crate::launch::{GridArgs, HaloKernel, Vars};
-use crate::state::{bytes, Arrays, Norms};
-use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{
+use super::launch::{GridArgs, HaloKernel, Vars};
+use super::programs::{Program, Variant};
+use super::state::{bytes, Arrays, Norms};
+use crate::implicit::ImplicitCoefficients;
+use crate::{Problem, Relax, Relaxation, SideBc};
+use ferroflow_core::{BackendError, Layout, Real};
+use ferroflow_cuda::cudarc::driver::sys::CUdeviceptr;
+use ferroflow_cuda::cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
 };
-use ferroflow_ac::implicit::ImplicitCoefficients;
-use ferroflow_ac::{Problem, Relax, Relaxation, SideBc};
-use ferroflow_core::{BackendError, Layout, Real};
+use ferroflow_cuda::Scalar;
+use ferroflow_cuda::{address, Check, Device};
 use std::sync::Arc;
 
 /// Thread-block shape of the per-node kernels (`IMPLICIT_X`, `IMPLICIT_Y` in ac_implicit.cu).
@@ -125,15 +126,12 @@ impl Relaxer {
     ) -> Result<Relaxer, BackendError> {
         let layout = problem.layout;
         let implicit = if imp.single { Scalar::F32 } else { Scalar::F64 };
-        let cubin = device.compile(&Build {
-            program: Program::AcImplicit {
-                dim: layout.dim,
-                variant: Variant::new(problem.source.is_some(), problem.energy.is_some()),
-                implicit,
-            },
-            precision,
-            fmad,
-        })?;
+        let program = Program::AcImplicit {
+            dim: layout.dim,
+            variant: Variant::new(problem.source.is_some(), problem.energy.is_some()),
+            implicit,
+        };
+        let cubin = device.compile(&program.build(precision, fmad))?;
         let load = |name| device.load(cubin.clone(), name);
         let stream = &device.stream;
         let mut sides = 0;
@@ -181,11 +179,7 @@ impl Relaxer {
         };
         let halo = match problem.sides.contains(&SideBc::Interface) {
             true => {
-                let cubin = device.compile(&Build {
-                    program: Program::Boundary,
-                    precision: implicit,
-                    fmad,
-                })?;
+                let cubin = device.compile(&Program::Boundary.build(implicit, fmad))?;
                 Some(HaloKernel {
                     function: device.load(cubin, "halo_box")?,
                 })
@@ -303,7 +297,7 @@ impl Relaxer {
     pub fn queue<R: Real>(
         &self,
         stream: &Arc<CudaStream>,
-        coeffs: &crate::launch::Coeffs<R>,
+        coeffs: &super::launch::Coeffs<R>,
         grid: &GridArgs,
         cur: &Vars,
         next: &Vars,
@@ -328,7 +322,7 @@ impl Relaxer {
     pub fn queue_residual<R: Real>(
         &self,
         stream: &Arc<CudaStream>,
-        coeffs: &crate::launch::Coeffs<R>,
+        coeffs: &super::launch::Coeffs<R>,
         grid: &GridArgs,
         cur: &Vars,
         src: &Vars,

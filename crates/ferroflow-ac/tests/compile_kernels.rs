@@ -2,7 +2,8 @@
 //! candidate launch shape and every entry point, compiles to machine code for sm_90 with NVRTC
 //! alone (no driver, no GPU). They need NVRTC, so `cargo test` ignores them; run with
 //! `--ignored` (CI does) they fail where libnvrtc.so.13 is not on the loader path.
-use ferroflow_cuda::compile::{compile_many, every_build, nvrtc_available, nvrtc_version};
+use ferroflow_ac::cuda::programs::every_build;
+use ferroflow_cuda::compile::{compile_many, nvrtc_available, nvrtc_version};
 
 /// The GPU machine's architecture.
 const ARCH: &str = "sm_90";
@@ -38,17 +39,15 @@ fn every_kernel_compiles_for_sm_90() {
 #[test]
 #[ignore = "needs NVRTC (libnvrtc.so.13): run with --ignored, see README.md"]
 fn a_compile_failure_carries_the_nvrtc_log() {
-    use ferroflow_cuda::compile::{compile, Build, Program, Scalar, Variant};
+    use ferroflow_ac::cuda::programs::{Program, Variant};
+    use ferroflow_cuda::{compile::compile, Scalar};
     nvrtc();
-    let build = Build {
-        program: Program::AcStep {
-            dim: 4,
-            shape: ferroflow_cuda::DEFAULT_SHAPE,
-            variant: Variant::new(false, false),
-        },
-        precision: Scalar::F64,
-        fmad: false,
-    };
+    let build = Program::AcStep {
+        dim: 4,
+        shape: ferroflow_ac::cuda::DEFAULT_SHAPE,
+        variant: Variant::new(false, false),
+    }
+    .build(Scalar::F64, false);
     let error = compile(&build, ARCH).unwrap_err();
     assert!(
         matches!(error, ferroflow_core::BackendError::Compile { .. }),

@@ -1,11 +1,13 @@
 //! The host side of each kernel: launch shapes, `#[repr(C)]` mirrors of the argument structs
 //! of kernels/prelude.cuh and kernels/ac_step.cu, and one type per kernel that knows its
 //! launch configuration and argument list.
-use crate::device::Check;
-use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
-use ferroflow_ac::{Coefficients, Problem, SideBc};
+use crate::{Coefficients, Problem, SideBc};
 use ferroflow_core::{BackendError, Layout, Real, Side};
+use ferroflow_cuda::cudarc::driver::sys::CUdeviceptr;
+use ferroflow_cuda::cudarc::driver::{
+    CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+};
+use ferroflow_cuda::Check;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -485,35 +487,6 @@ impl HaloKernel {
     }
 }
 
-/// `reduce_sums`: one block per equation.
-pub(crate) struct ReduceKernel {
-    pub function: CudaFunction,
-}
-
-impl ReduceKernel {
-    /// Sums `count` partial sums per equation from `partials` into `sums[equation]`.
-    pub fn launch(
-        &self,
-        stream: &CudaStream,
-        partials: CUdeviceptr,
-        count: i64,
-        sums: CUdeviceptr,
-        equations: u32,
-    ) -> Result<(), BackendError> {
-        let config = LaunchConfig {
-            grid_dim: (equations, 1, 1),
-            block_dim: (crate::compile::REDUCE_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut launch = stream.launch_builder(&self.function);
-        launch.arg(&partials).arg(&count).arg(&sums);
-        // SAFETY: the arguments match reduce_sums' parameters; `partials` holds equations ×
-        // count values and `sums` equations values.
-        unsafe { launch.launch(config) }.check("launching reduce_sums")?;
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -581,28 +554,49 @@ mod tests {
         }
     }
 
+    /// A box with walls on every side, or (`heated`) with the energy equation and adiabatic
+    /// walls across y, filled with values that differ at every node.
+    fn walled_box(dim: usize, n: [usize; 3], heated: bool) -> crate::Problem<f64> {
+        let layout = Layout::new(dim, n);
+        let vars = 1 + dim + heated as usize;
+        let mut initial = ferroflow_core::Fields::zeros(layout, vars);
+        let mut x = 0.3f64;
+        for v in initial.vars.iter_mut() {
+            for value in v.iter_mut() {
+                x = (x * 3.7 + 0.11).fract();
+                *value = x - 0.5;
+            }
+        }
+        let numerics = crate::Numerics {
+            cfl: 0.5,
+            ..crate::Numerics::default()
+        };
+        let physics = crate::Physics {
+            viscosity: 0.01,
+            density: 1.0,
+        };
+        let problem = crate::Problem::new(layout, [1.0; 3], physics, numerics, initial).unwrap();
+        if !heated {
+            return problem;
+        }
+        let energy = crate::Energy {
+            diffusivity: 0.01,
+            buoyancy: [0.0, -1.0, 0.0],
+            t_ref: 0.0,
+        };
+        let mut problem = problem.with_energy(energy).unwrap();
+        problem.sides[2] = SideBc::AdiabaticWall;
+        problem.sides[3] = SideBc::AdiabaticWall;
+        problem
+    }
+
     #[test]
     fn wall_fills_reproduce_the_cpu_boundaries_bitwise() {
         use ferroflow_core::Backend;
-        let numerics = ferroflow_ac::Numerics {
-            cfl: 0.5,
-            ..ferroflow_ac::Numerics::default()
-        };
-        let heated =
-            ferroflow_cases::convection::HeatedCavity::nondimensional(1e4, 0.71, [0.0, -1.0, 0.0])
-                .unwrap();
         for (dim, n) in [(2, [9, 7, 1]), (3, [7, 6, 8])] {
-            let lid =
-                ferroflow_cases::cavity::lid_driven::<f64>(dim, n, 100.0, 1.0, numerics).unwrap();
-            for mut problem in [lid, heated.problem::<f64>(dim, n, numerics).unwrap()] {
-                let mut x = 0.3f64;
-                for v in problem.initial.vars.iter_mut() {
-                    for value in v.iter_mut() {
-                        x = (x * 3.7 + 0.11).fract();
-                        *value = x - 0.5;
-                    }
-                }
-                let mut cpu = ferroflow_ac::cpu::CpuBackend::new(&problem, 1).unwrap();
+            for heated in [false, true] {
+                let problem = walled_box(dim, n, heated);
+                let mut cpu = crate::cpu::CpuBackend::new(&problem, 1).unwrap();
                 let expected = cpu.download().unwrap();
                 let mut ours = problem.initial.clone();
                 emulate_fill_walls(&mut ours, &problem.sides, 1 + dim);

@@ -14,21 +14,20 @@
 //! one of two buffers by iteration parity, so the next iteration's packing never overwrites
 //! a face still being pulled (a block two iterations ahead would need halos not yet sent).
 //!
-//! The copies themselves, and the peer access they rely on, come from [`crate::peer`]; this
-//! module decides what is copied when.
-use crate::backend::{CudaBackend, CudaOptions};
-use crate::device::{address, Check, Device};
-use crate::launch::NodeBox;
-use crate::peer::{
-    copy_between, copy_boxes, copy_raw, enable_peer_access, host_ptr, pinned, BoxCopy, HaloRoute,
-};
-use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
-use ferroflow_ac::blocks::block_problem;
-use ferroflow_ac::iteration::finish;
-use ferroflow_ac::Problem;
+//! The copies themselves, and the peer access they rely on, come from `ferroflow-cuda` and
+//! [`super::boxes`]; this module decides what is copied when.
+use super::backend::{CudaBackend, CudaOptions};
+use super::boxes::{copy_boxes, BoxCopy};
+use super::launch::NodeBox;
+use crate::blocks::block_problem;
+use crate::iteration::finish;
+use crate::Problem;
 use ferroflow_core::decomposition::{halo_width, BlockExtent, Decomposition, Face};
 use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals, Side};
+use ferroflow_cuda::cudarc::driver::sys::CUdeviceptr;
+use ferroflow_cuda::cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
+use ferroflow_cuda::{address, Check, Device};
+use ferroflow_cuda::{copy_between, copy_raw, enable_peer_access, host_ptr, pinned, HaloRoute};
 use std::sync::Arc;
 
 /// Options of [`MultiGpu::new`].
@@ -104,7 +103,7 @@ impl<R: Real> MultiGpu<R> {
         options: &MultiGpuOptions,
     ) -> Result<MultiGpu<R>, BackendError> {
         decomposition.check_grid(&problem.layout, "cuda")?;
-        if let ferroflow_ac::Method::Implicit(_) = problem.numerics.method {
+        if let crate::Method::Implicit(_) = problem.numerics.method {
             // Its blocks relax on their own under `Decomposed`, halos through the host.
             return Err(BackendError::NotSuitable {
                 backend: "cuda",
@@ -197,7 +196,7 @@ impl<R: Real> MultiGpu<R> {
     }
 
     /// Tuning reports of the blocks' interior kernels.
-    pub fn tuning(&self) -> Vec<&crate::TuneReport> {
+    pub fn tuning(&self) -> Vec<&super::TuneReport> {
         self.blocks.iter().map(|b| b.backend.tuning()).collect()
     }
 

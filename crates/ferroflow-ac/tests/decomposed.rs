@@ -5,16 +5,16 @@
 //! plane-tiled one, whose block marches through the boxes the overlap splits a block into.
 //! They need a GPU, so `cargo test` ignores them; run with `--ignored` they fail where no GPU
 //! is usable. FERROFLOW_TEST_GPUS=N spreads the blocks over N GPUs (default 1).
+use ferroflow_ac::cuda::{
+    CudaBackend, CudaOptions, LaunchShape, MultiGpu, MultiGpuOptions, TuneMode, DEFAULT_SHAPE,
+};
 use ferroflow_ac::Decomposed;
 use ferroflow_ac::{Numerics, Problem};
 use ferroflow_cases::cavity::lid_driven;
 use ferroflow_cases::convection::HeatedCavity;
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::Backend;
-use ferroflow_cuda::{
-    probe, CudaBackend, CudaOptions, HaloRoute, LaunchShape, MultiGpu, MultiGpuOptions, TuneMode,
-    DEFAULT_SHAPE,
-};
+use ferroflow_cuda::{probe, HaloRoute};
 use ferroflow_parallel::InProcess;
 
 /// The GPUs the blocks are spread over (FERROFLOW_TEST_GPUS, default 1); fails without a
