@@ -47,6 +47,66 @@ struct Frozen {
     impl_t* v[FROZEN];
 };
 
+// The kernels' arguments, each mirrored by the #[repr(C)] struct of the same name in
+// src/cuda/implicit.rs.
+struct ResidualParams {
+    Coeffs c;
+    ImplCoeffs op;
+    Grid g;
+    Vars cur;
+    Vars src;
+    int sides;
+    real_t* resid_p;
+    real_t* inv_dt;
+    ImplVars rhs;
+    Frozen frozen;
+    ImplVars delta;
+    double* partials;
+};
+
+struct RowsParams {
+    Grid g;
+    const real_t* resid_p;
+    const real_t* inv_dt;
+    double* rows;
+};
+
+struct GaugeParams {
+    const double* rows;
+    idx_t count;
+    real_t* gauge;
+    double* sums;
+};
+
+struct ProjectParams {
+    Grid g;
+    const real_t* resid_p;
+    const real_t* inv_dt;
+    const real_t* gauge;
+    impl_t* rhs_p;
+    double* partials;
+};
+
+struct SweepParams {
+    ImplCoeffs op;
+    Grid g;
+    int sides;
+    ImplVars rhs;
+    Frozen frozen;
+    ImplVars old;
+    ImplVars out;
+};
+
+struct UpdateParams {
+    idx_t len;
+    int vars;
+    Vars cur;
+    Vars next;
+    ImplVars delta;
+    idx_t p_ref;
+    const real_t* given;
+};
+
 // Bits 0-5 of `sides`: side 2d (low) and 2d + 1 (high) of axis d is a wall (not a halo);
 // bits 6-11: that wall holds T adiabatic.
 struct Walls {
@@ -155,8 +215,11 @@ __device__ __forceinline__ double warp_tree(double x) {
 // One warp per interior row r (j = 1 + r % (n1 − 2), k = 1 + r / (n1 − 2)): lane l adds the
 // row's nodes l, l + 32, … (from x = 1), then the lanes add up in a tree.
 extern "C" __global__ void __launch_bounds__(IMPLICIT_THREADS)
-    implicit_rows(const Grid g, const real_t* __restrict__ resid_p,
-                  const real_t* __restrict__ inv_dt, double* __restrict__ rows) {
+    implicit_rows(const RowsParams a) {
+    const Grid& g = a.g;
+    const real_t* __restrict__ resid_p = a.resid_p;
+    const real_t* __restrict__ inv_dt = a.inv_dt;
+    double* __restrict__ rows = a.rows;
     const idx_t rows_j = g.n[1] - 2, count = g.n[0] - 2;
     const idx_t r = (idx_t)blockIdx.x * (IMPLICIT_THREADS / WARP) + threadIdx.x / WARP;
     const idx_t all = rows_j * (DIM == 3 ? g.n[2] - 2 : 1);
@@ -178,8 +241,9 @@ extern "C" __global__ void __launch_bounds__(IMPLICIT_THREADS)
 
 // One warp: the row sums added in lanes over the rows, then the gauge, and both sums (which a
 // decomposed grid adds over its blocks before its gauge is known).
-extern "C" __global__ void implicit_gauge(const double* __restrict__ rows, const idx_t count,
-                                          real_t* __restrict__ gauge, double* __restrict__ sums) {
+extern "C" __global__ void implicit_gauge(const GaugeParams a) {
+    const double* __restrict__ rows = a.rows;
+    const idx_t count = a.count;
     const int lane = threadIdx.x;
     double rp = 0, w = 0;
     for (idx_t r = lane; r < count; r += WARP) {
@@ -189,18 +253,21 @@ extern "C" __global__ void implicit_gauge(const double* __restrict__ rows, const
     rp = warp_tree(rp);
     w = warp_tree(w);
     if (lane == 0) {
-        *gauge = (real_t)(rp / w);
-        sums[0] = rp;
-        sums[1] = w;
+        *a.gauge = (real_t)(rp / w);
+        a.sums[0] = rp;
+        a.sums[1] = w;
     }
 }
 
 // The continuity residual projected off the uniform pressure mode, and its norm (partials of
 // equation 0).
 extern "C" __global__ void __launch_bounds__(IMPLICIT_THREADS)
-    implicit_project(const Grid g, const real_t* __restrict__ resid_p,
-                     const real_t* __restrict__ inv_dt, const real_t* __restrict__ gauge,
-                     impl_t* __restrict__ rhs_p, double* __restrict__ partials) {
+    implicit_project(const ProjectParams a) {
+    const Grid& g = a.g;
+    const real_t* __restrict__ resid_p = a.resid_p;
+    const real_t* __restrict__ inv_dt = a.inv_dt;
+    const real_t* __restrict__ gauge = a.gauge;
+    impl_t* __restrict__ rhs_p = a.rhs_p;
     __shared__ double scratch[IMPLICIT_THREADS];
     idx_t ijk[3], o;
     double sum = 0;
@@ -209,7 +276,7 @@ extern "C" __global__ void __launch_bounds__(IMPLICIT_THREADS)
         sum = (double)rp * (double)rp;
         rhs_p[o] = (impl_t)(double)rp;
     }
-    block_partial(sum, partials, 0, scratch);
+    block_partial(sum, a.partials, 0, scratch);
 }
 
 // What a sweep reads at a node besides its neighbours' increments: the right-hand side and
@@ -377,9 +444,12 @@ __device__ __forceinline__ void jacobi_twice(const ImplCoeffs& op, const Grid& g
 // Q + ΔQ into the next state over every element of the arrays (ΔQ is zero at the walls), p
 // shifted so that it stays referenced at `p_ref`, or by `*given` where not null (a block of a
 // decomposed grid, whose reference node another block may hold).
-extern "C" __global__ void implicit_update(const idx_t len, const int vars, const Vars cur,
-                                           const Vars next, const ImplVars delta,
-                                           const idx_t p_ref, const real_t* __restrict__ given) {
+extern "C" __global__ void implicit_update(const UpdateParams a) {
+    const idx_t len = a.len, p_ref = a.p_ref;
+    const int vars = a.vars;
+    const Vars &cur = a.cur, &next = a.next;
+    const ImplVars& delta = a.delta;
+    const real_t* __restrict__ given = a.given;
     const idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= len) return;
     const real_t shift = given ? *given : cur.v[0][p_ref] + (real_t)(double)delta.v[0][p_ref];
@@ -390,23 +460,18 @@ extern "C" __global__ void implicit_update(const idx_t len, const int vars, cons
 }
 
 #define IMPLICIT_ENTRIES(residual_name, jacobi_name, SRC, ENERGY)                                 \
-    extern "C" __global__ void __launch_bounds__(IMPLICIT_THREADS) residual_name(                \
-        const Coeffs c, const ImplCoeffs op, const Grid g, const Vars cur, const Vars src,       \
-        const int sides, real_t* resid_p, real_t* inv_dt, const ImplVars rhs,                    \
-        const Frozen frozen, const ImplVars delta, double* partials) {                           \
-        residual<SRC, ENERGY>(c, op, g, cur, src, sides, resid_p, inv_dt, rhs, frozen, delta,   \
-                              partials);                                                          \
+    extern "C" __global__ void __launch_bounds__(IMPLICIT_THREADS)                               \
+        residual_name(const ResidualParams a) {                                                   \
+        residual<SRC, ENERGY>(a.c, a.op, a.g, a.cur, a.src, a.sides, a.resid_p, a.inv_dt, a.rhs, \
+                              a.frozen, a.delta, a.partials);                                     \
     }                                                                                             \
     extern "C" __global__ void __launch_bounds__(IMPLICIT_THREADS)                               \
-        jacobi_name(const ImplCoeffs op, const Grid g, const int sides, const ImplVars rhs,      \
-                    const Frozen frozen, const ImplVars old, const ImplVars out) {                \
-        jacobi<ENERGY>(op, g, sides, rhs, frozen, old, out);                                     \
+        jacobi_name(const SweepParams a) {                                                        \
+        jacobi<ENERGY>(a.op, a.g, a.sides, a.rhs, a.frozen, a.old, a.out);                       \
     }                                                                                             \
     extern "C" __global__ void __launch_bounds__(FUSED_X * 16, FUSED_MIN_BLOCKS)                 \
-        jacobi_name##_twice(const ImplCoeffs op, const Grid g, const int sides,                 \
-                            const ImplVars rhs, const Frozen frozen, const ImplVars old,         \
-                            const ImplVars out) {                                                 \
-        jacobi_twice<ENERGY>(op, g, sides, rhs, frozen, old, out);                               \
+        jacobi_name##_twice(const SweepParams a) {                                                \
+        jacobi_twice<ENERGY>(a.op, a.g, a.sides, a.rhs, a.frozen, a.old, a.out);                 \
     }
 
 #if WITH_ENERGY

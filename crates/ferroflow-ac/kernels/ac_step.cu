@@ -397,14 +397,25 @@ __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const
 #define BOUNDS __launch_bounds__(BLOCK_THREADS)
 #endif
 
-// Every entry point takes the same arguments; `src` is unused without a source term, `x_walls`
-// is described at fill_x_walls.
+// The arguments of every entry point, mirrored by `StepParams` in src/cuda/launch.rs: `src` is
+// unused without a source term, `x_walls` is described at fill_x_walls.
+struct StepParams {
+    Coeffs c;
+    Grid g;
+    Vars cur;
+    Vars next;
+    Vars src;
+    Region r;
+    const real_t* shift;
+    double* partials;
+    int norms;
+    int x_walls;
+};
+
 #define AC_STEP_ENTRY(name, SRC, ENERGY)                                                          \
-    extern "C" __global__ void BOUNDS                                                             \
-        name(const Coeffs c, const Grid g, const Vars cur, const Vars next, const Vars src,      \
-             const Region r, const real_t* shift, double* partials, const int norms,             \
-             const int x_walls) {                                                                 \
-        step_block<SRC, ENERGY>(c, g, cur, next, src, r, shift, partials, norms, x_walls);       \
+    extern "C" __global__ void BOUNDS name(const StepParams a) {                                 \
+        step_block<SRC, ENERGY>(a.c, a.g, a.cur, a.next, a.src, a.r, a.shift, a.partials,       \
+                                a.norms, a.x_walls);                                              \
     }
 
 #if WITH_ENERGY && WITH_SOURCE

@@ -13,9 +13,26 @@
 // fixed data). Bit s of `walls` says whether side s is a wall, bit s of `adiabatic` whether T
 // (the array `t`, null without the energy equation) has zero normal gradient there: the wall
 // value from the two nodes inside, the ghosts mirroring them.
-extern "C" __global__ void fill_walls(real_t* p, real_t* t, const Grid g, const int axis,
-                                      const int walls, const int adiabatic, const idx_t lo1,
-                                      const idx_t count1, const idx_t lo2, const idx_t count2) {
+// The arguments, mirrored by `WallParams` in src/cuda/launch.rs.
+struct WallParams {
+    real_t* p;
+    real_t* t;
+    Grid g;
+    int axis;
+    int walls;
+    int adiabatic;
+    idx_t lo1;
+    idx_t count1;
+    idx_t lo2;
+    idx_t count2;
+};
+
+extern "C" __global__ void fill_walls(const WallParams a) {
+    real_t* p = a.p;
+    real_t* t = a.t;
+    const Grid& g = a.g;
+    const int axis = a.axis, walls = a.walls, adiabatic = a.adiabatic;
+    const idx_t lo1 = a.lo1, count1 = a.count1, lo2 = a.lo2, count2 = a.count2;
     const int side = blockIdx.y;
     const idx_t f = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (!((walls >> side) & 1) || f >= count1 * count2) return;
@@ -34,16 +51,29 @@ extern "C" __global__ void fill_walls(real_t* p, real_t* t, const Grid g, const 
 }
 
 // Block interfaces of a decomposed grid: the nodes of one variable in the box of `c0 × c1 × c2`
-// nodes from (lo0, lo1, lo2), copied from the array `a` into the packed face buffer `buf`
+// nodes from (lo0, lo1, lo2), copied from the array `array` into the packed face buffer `buf`
 // (`unpack` = 0) or back (`unpack` = 1), i fastest: the order of `Face::rows` in ferroflow-core.
-extern "C" __global__ void halo_box(real_t* a, real_t* buf, const Grid g, const idx_t lo0,
-                                    const idx_t lo1, const idx_t lo2, const idx_t c0,
-                                    const idx_t c1, const idx_t c2, const int unpack) {
+// The arguments are mirrored by `HaloParams` in src/cuda/launch.rs.
+struct HaloParams {
+    real_t* array;
+    real_t* buf;
+    Grid g;
+    idx_t lo0;
+    idx_t lo1;
+    idx_t lo2;
+    idx_t c0;
+    idx_t c1;
+    idx_t c2;
+    int unpack;
+};
+
+extern "C" __global__ void halo_box(const HaloParams a) {
+    const idx_t c0 = a.c0, c1 = a.c1;
     const idx_t f = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (f >= c0 * c1 * c2) return;
-    const idx_t o = node_offset(g, lo0 + f % c0, lo1 + f / c0 % c1, lo2 + f / (c0 * c1));
-    if (unpack)
-        a[o] = buf[f];
+    if (f >= c0 * c1 * a.c2) return;
+    const idx_t o = node_offset(a.g, a.lo0 + f % c0, a.lo1 + f / c0 % c1, a.lo2 + f / (c0 * c1));
+    if (a.unpack)
+        a.array[o] = a.buf[f];
     else
-        buf[f] = a[o];
+        a.buf[f] = a.array[o];
 }

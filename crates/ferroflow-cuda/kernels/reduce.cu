@@ -3,13 +3,20 @@
 // The host (src/reduce.rs) passes REDUCE_THREADS, the threads per block.
 #include "prelude.cuh"
 
-extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
-    reduce_sums(const double* __restrict__ partials, const idx_t count, double* __restrict__ sums) {
+// The arguments, mirrored by `ReduceParams` in src/reduce.rs.
+struct ReduceParams {
+    const double* partials;
+    idx_t count;
+    double* sums;
+};
+
+extern "C" __global__ void __launch_bounds__(REDUCE_THREADS) reduce_sums(const ReduceParams a) {
     __shared__ double scratch[REDUCE_THREADS];
     const int t = threadIdx.x;
-    const double* row = partials + blockIdx.x * count;
+    const idx_t count = a.count;
+    const double* __restrict__ row = a.partials + blockIdx.x * count;
     double x = 0;
     for (idx_t b = t; b < count; b += REDUCE_THREADS) x += row[b];
     const double total = block_sum(x, scratch, t, REDUCE_THREADS);
-    if (t == 0) sums[blockIdx.x] = total;
+    if (t == 0) a.sums[blockIdx.x] = total;
 }

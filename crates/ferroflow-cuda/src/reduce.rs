@@ -4,7 +4,7 @@
 use crate::compile::{Build, KernelSource, Scalar, PRELUDE};
 use crate::device::{Check, Device};
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 use ferroflow_core::BackendError;
 
 /// Threads per block of `reduce_sums`.
@@ -21,6 +21,18 @@ const REDUCE: KernelSource = KernelSource {
 pub fn reduce_build() -> Build {
     Build::new(REDUCE, Scalar::F64).define("REDUCE_THREADS", REDUCE_THREADS)
 }
+
+/// The arguments of `reduce_sums` (`ReduceParams` in kernels/reduce.cu, field for field).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct ReduceParams {
+    partials: CUdeviceptr,
+    count: i64,
+    sums: CUdeviceptr,
+}
+
+// SAFETY: a C struct of device pointers and an integer.
+unsafe impl DeviceRepr for ReduceParams {}
 
 /// `reduce_sums`: one thread block per row.
 pub struct ReduceKernel {
@@ -51,9 +63,14 @@ impl ReduceKernel {
             shared_mem_bytes: 0,
         };
         let mut launch = stream.launch_builder(&self.function);
-        launch.arg(&partials).arg(&count).arg(&sums);
-        // SAFETY: the arguments match reduce_sums' parameters; `partials` holds rows × count
-        // values and `sums` rows values.
+        let params = ReduceParams {
+            partials,
+            count,
+            sums,
+        };
+        launch.arg(&params);
+        // SAFETY: the parameters are the kernel's; `partials` holds rows × count values and
+        // `sums` rows values.
         unsafe { launch.launch(config) }.check("launching reduce_sums")?;
         Ok(())
     }

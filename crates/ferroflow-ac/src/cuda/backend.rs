@@ -4,7 +4,7 @@
 //! before it are replayed from CUDA graphs, which removes most of the launch overhead that
 //! dominates on small grids.
 use super::implicit::{bytes_of, values_of, Relaxer};
-use super::launch::{BoundaryKernel, Coeffs, GridArgs, HaloKernel, NodeBox, StepArgs, StepKernel};
+use super::launch::{BoundaryKernel, GridArgs, HaloKernel, NodeBox, StepArgs, StepKernel};
 use super::programs::{Program, Variant};
 use super::state::{bytes, bytes_mut, Norms, State};
 use super::tune::{self, StepTuning, TuneMode, TuneReport};
@@ -124,7 +124,7 @@ impl<R: Real> CudaBackend<R> {
         };
         let mut state = State::new(&stream, problem)?;
         let mut args = StepArgs {
-            coeffs: Coeffs::new(problem),
+            coeffs: crate::Coefficients::new(problem),
             grid: GridArgs::new(problem),
             src: state.source(),
             partials: 0,

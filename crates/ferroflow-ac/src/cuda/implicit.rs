@@ -1,15 +1,18 @@
 //! The implicit relaxation on the device (kernels/ac_implicit.cu): its arrays, and one
 //! iteration queued on the stream without host round trips (so CUDA graphs capture it like the
-//! explicit pass). Jacobi sweeps only: the relaxation whose nodes are all independent.
+//! explicit pass). Jacobi sweeps only: the relaxation whose nodes are all independent. Each
+//! kernel takes one parameter struct, mirrored here by the `#[repr(C)]` struct of the same
+//! name (tests/mirror.rs checks the fields).
 use super::launch::{GridArgs, HaloKernel, Vars};
 use super::programs::{Program, Variant};
 use super::state::{bytes, Arrays, Norms};
 use crate::implicit::ImplicitCoefficients;
+use crate::Coefficients;
 use crate::{Problem, Relax, Relaxation, SideBc};
 use ferroflow_core::{BackendError, Layout, Real};
 use ferroflow_cuda::cudarc::driver::sys::CUdeviceptr;
 use ferroflow_cuda::cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
+    CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 use ferroflow_cuda::Scalar;
 use ferroflow_cuda::{address, Check, Device};
@@ -26,19 +29,23 @@ const FROZEN: usize = 10;
 const FUSED_X: u32 = 32;
 const FUSED_PLANES: usize = 16;
 
-/// The operator's constants in either precision, passed by value.
-#[derive(Clone, Copy)]
-enum Op {
-    F32(OpArg<f32>),
-    F64(OpArg<f64>),
+/// `$body` with `$op` bound to the operator's constants in their precision (a parameter struct
+/// holding them is generic over it).
+macro_rules! with_op {
+    ($which:expr, $op:ident => $body:expr) => {
+        match $which {
+            Op::F32($op) => $body,
+            Op::F64($op) => $body,
+        }
+    };
 }
 
-#[repr(transparent)]
+/// The operator's constants in either precision (`ImplCoeffs` in ac_implicit.cu).
 #[derive(Clone, Copy)]
-struct OpArg<S>(ImplicitCoefficients<S>);
-// SAFETY: a `#[repr(C)]` struct of f32 or f64 (`ImplCoeffs` in ac_implicit.cu).
-unsafe impl DeviceRepr for OpArg<f32> {}
-unsafe impl DeviceRepr for OpArg<f64> {}
+enum Op {
+    F32(ImplicitCoefficients<f32>),
+    F64(ImplicitCoefficients<f64>),
+}
 
 /// The frozen operator's arrays (`Frozen` in ac_implicit.cu).
 #[repr(C)]
@@ -46,8 +53,85 @@ unsafe impl DeviceRepr for OpArg<f64> {}
 struct FrozenArgs {
     v: [CUdeviceptr; FROZEN],
 }
-// SAFETY: a C struct of device pointers.
-unsafe impl DeviceRepr for FrozenArgs {}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ResidualParams<R, S> {
+    c: Coefficients<R>,
+    op: ImplicitCoefficients<S>,
+    g: GridArgs,
+    cur: Vars,
+    src: Vars,
+    sides: i32,
+    resid_p: CUdeviceptr,
+    inv_dt: CUdeviceptr,
+    rhs: Vars,
+    frozen: FrozenArgs,
+    delta: Vars,
+    partials: CUdeviceptr,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RowsParams {
+    g: GridArgs,
+    resid_p: CUdeviceptr,
+    inv_dt: CUdeviceptr,
+    rows: CUdeviceptr,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct GaugeParams {
+    rows: CUdeviceptr,
+    count: i64,
+    gauge: CUdeviceptr,
+    sums: CUdeviceptr,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ProjectParams {
+    g: GridArgs,
+    resid_p: CUdeviceptr,
+    inv_dt: CUdeviceptr,
+    gauge: CUdeviceptr,
+    rhs_p: CUdeviceptr,
+    partials: CUdeviceptr,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SweepParams<S> {
+    op: ImplicitCoefficients<S>,
+    g: GridArgs,
+    sides: i32,
+    rhs: Vars,
+    frozen: FrozenArgs,
+    old: Vars,
+    out: Vars,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct UpdateParams {
+    len: i64,
+    vars: i32,
+    cur: Vars,
+    next: Vars,
+    delta: Vars,
+    p_ref: i64,
+    given: CUdeviceptr,
+}
+
+// SAFETY (each): a C struct of f32 or f64 values (R and S are f32 or f64 only:
+// `Scalar::of`), integers and device pointers, the kernel's struct of the same name.
+unsafe impl<R: Real, S: Real> DeviceRepr for ResidualParams<R, S> {}
+unsafe impl DeviceRepr for RowsParams {}
+unsafe impl DeviceRepr for GaugeParams {}
+unsafe impl DeviceRepr for ProjectParams {}
+unsafe impl<S: Real> DeviceRepr for SweepParams<S> {}
+unsafe impl DeviceRepr for UpdateParams {}
 
 /// The kernels and arrays of one block's implicit relaxation.
 pub(crate) struct Relaxer {
@@ -195,9 +279,9 @@ impl Relaxer {
             jacobi_twice: load("implicit_jacobi_twice")?,
             update: load("implicit_update")?,
             op: if imp.single {
-                Op::F32(OpArg(ImplicitCoefficients::new(problem, imp)))
+                Op::F32(ImplicitCoefficients::new(problem, imp))
             } else {
-                Op::F64(OpArg(ImplicitCoefficients::new(problem, imp)))
+                Op::F64(ImplicitCoefficients::new(problem, imp))
             },
             sweeps: imp.sweeps,
             sides,
@@ -297,7 +381,7 @@ impl Relaxer {
     pub fn queue<R: Real>(
         &self,
         stream: &Arc<CudaStream>,
-        coeffs: &super::launch::Coeffs<R>,
+        coeffs: &Coefficients<R>,
         grid: &GridArgs,
         cur: &Vars,
         next: &Vars,
@@ -322,7 +406,7 @@ impl Relaxer {
     pub fn queue_residual<R: Real>(
         &self,
         stream: &Arc<CudaStream>,
-        coeffs: &super::launch::Coeffs<R>,
+        coeffs: &Coefficients<R>,
         grid: &GridArgs,
         cur: &Vars,
         src: &Vars,
@@ -333,43 +417,53 @@ impl Relaxer {
         let row_sums = address(&self.row_sums, stream);
         let sums = address(&self.sums, stream);
         let partials = norms.partials(stream);
-        let frozen = self.frozen_args();
-        let mut launch = stream.launch_builder(&self.residual);
-        launch.arg(coeffs);
-        self.op.push(&mut launch);
-        launch
-            .arg(grid)
-            .arg(cur)
-            .arg(src)
-            .arg(&self.sides)
-            .arg(&resid_p)
-            .arg(&inv_dt)
-            .arg(&self.rhs.vars)
-            .arg(&frozen)
-            .arg(&self.delta[0].vars)
-            .arg(&partials);
-        // SAFETY (every launch here): the arguments match the kernel's parameters in order and
-        // type; every array holds the layout's nodes and ghosts, the stencils reach two nodes
-        // past the interior, and `partials` holds equations × blocks values.
-        unsafe { launch.launch(self.per_node()) }.check("launching implicit_residual")?;
+        with_op!(
+            self.op,
+            op => launch(
+                stream,
+                &self.residual,
+                ResidualParams {
+                    c: *coeffs,
+                    op,
+                    g: *grid,
+                    cur: *cur,
+                    src: *src,
+                    sides: self.sides,
+                    resid_p,
+                    inv_dt,
+                    rhs: self.rhs.vars,
+                    frozen: self.frozen_args(),
+                    delta: self.delta[0].vars,
+                    partials,
+                },
+                self.per_node(),
+                "implicit_residual",
+            )
+        )?;
 
         let rows = self.row_sums.len() / 2;
-        let mut launch = stream.launch_builder(&self.rows);
-        launch.arg(grid).arg(&resid_p).arg(&inv_dt).arg(&row_sums);
+        let params = RowsParams {
+            g: *grid,
+            resid_p,
+            inv_dt,
+            rows: row_sums,
+        };
         let warps = FLAT as usize / 32;
-        unsafe { launch.launch(flat(rows.div_ceil(warps) * FLAT as usize)) }
-            .check("launching implicit_rows")?;
+        let config = flat(rows.div_ceil(warps) * FLAT as usize);
+        launch(stream, &self.rows, params, config, "implicit_rows")?;
 
-        let count = rows as i64;
-        let mut launch = stream.launch_builder(&self.gauge_sum);
-        launch.arg(&row_sums).arg(&count).arg(&gauge).arg(&sums);
+        let params = GaugeParams {
+            rows: row_sums,
+            count: rows as i64,
+            gauge,
+            sums,
+        };
         let one_warp = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (32, 1, 1),
             shared_mem_bytes: 0,
         };
-        unsafe { launch.launch(one_warp) }.check("launching implicit_gauge")?;
-        Ok(())
+        launch(stream, &self.gauge_sum, params, one_warp, "implicit_gauge")
     }
 
     /// Queues the continuity residual's projection with the gauge on the device.
@@ -381,17 +475,21 @@ impl Relaxer {
     ) -> Result<(), BackendError> {
         let ptr = |s: &CudaSlice<u8>| address(s, stream);
         let (resid_p, inv_dt, gauge) = (ptr(&self.resid_p), ptr(&self.inv_dt), ptr(&self.gauge));
-        let partials = norms.partials(stream);
-        let mut launch = stream.launch_builder(&self.project);
-        launch
-            .arg(grid)
-            .arg(&resid_p)
-            .arg(&inv_dt)
-            .arg(&gauge)
-            .arg(&self.rhs.vars.v[0])
-            .arg(&partials);
-        unsafe { launch.launch(self.per_node()) }.check("launching implicit_project")?;
-        Ok(())
+        let params = ProjectParams {
+            g: *grid,
+            resid_p,
+            inv_dt,
+            gauge,
+            rhs_p: self.rhs.vars.v[0],
+            partials: norms.partials(stream),
+        };
+        launch(
+            stream,
+            &self.project,
+            params,
+            self.per_node(),
+            "implicit_project",
+        )
     }
 
     /// Queues `count` (1 or 2) Jacobi sweeps from increment buffer `from` into the other.
@@ -406,18 +504,24 @@ impl Relaxer {
             2 => (&self.jacobi_twice, self.twice),
             _ => (&self.jacobi, self.per_node()),
         };
-        let frozen = self.frozen_args();
-        let mut launch = stream.launch_builder(function);
-        self.op.push(&mut launch);
-        launch
-            .arg(grid)
-            .arg(&self.sides)
-            .arg(&self.rhs.vars)
-            .arg(&frozen)
-            .arg(&self.delta[from].vars)
-            .arg(&self.delta[1 - from].vars);
-        unsafe { launch.launch(config) }.check("launching implicit_jacobi")?;
-        Ok(())
+        with_op!(
+            self.op,
+            op => launch(
+                stream,
+                function,
+                SweepParams {
+                    op,
+                    g: *grid,
+                    sides: self.sides,
+                    rhs: self.rhs.vars,
+                    frozen: self.frozen_args(),
+                    old: self.delta[from].vars,
+                    out: self.delta[1 - from].vars,
+                },
+                config,
+                "implicit_jacobi",
+            )
+        )
     }
 
     /// Queues Q + ΔQ (increment buffer `from`) into `next`, pressure shifted by the value at
@@ -430,19 +534,17 @@ impl Relaxer {
         from: usize,
         given: CUdeviceptr,
     ) -> Result<(), BackendError> {
-        let len = self.layout.len as i64;
-        let vars = self.equations as i32;
-        let mut launch = stream.launch_builder(&self.update);
-        launch
-            .arg(&len)
-            .arg(&vars)
-            .arg(cur)
-            .arg(next)
-            .arg(&self.delta[from].vars)
-            .arg(&self.p_ref)
-            .arg(&given);
-        unsafe { launch.launch(flat(self.layout.len)) }.check("launching implicit_update")?;
-        Ok(())
+        let params = UpdateParams {
+            len: self.layout.len as i64,
+            vars: self.equations as i32,
+            cur: *cur,
+            next: *next,
+            delta: self.delta[from].vars,
+            p_ref: self.p_ref,
+            given,
+        };
+        let config = flat(self.layout.len);
+        launch(stream, &self.update, params, config, "implicit_update")
     }
 
     /// The per-node kernels' launch.
@@ -489,21 +591,28 @@ pub(crate) fn bytes_of(values: impl Iterator<Item = f64>, scalar: Scalar) -> Vec
     b
 }
 
+/// Launches `function` with its parameter struct.
+fn launch<P: DeviceRepr>(
+    stream: &CudaStream,
+    function: &CudaFunction,
+    params: P,
+    config: LaunchConfig,
+    name: &str,
+) -> Result<(), BackendError> {
+    let mut launch = stream.launch_builder(function);
+    launch.arg(&params);
+    // SAFETY (every launch here): `params` is the kernel's parameter struct; every array holds
+    // the layout's nodes and ghosts, the stencils reach two nodes past the interior, and
+    // `partials` holds equations × blocks values.
+    unsafe { launch.launch(config) }.check(&format!("launching {name}"))?;
+    Ok(())
+}
+
 /// A flat launch over `n` elements.
 fn flat(n: usize) -> LaunchConfig {
     LaunchConfig {
         grid_dim: ((n as u32).div_ceil(FLAT), 1, 1),
         block_dim: (FLAT, 1, 1),
         shared_mem_bytes: 0,
-    }
-}
-
-impl Op {
-    /// Pushes the constants, in their precision, as the next argument of `launch`.
-    fn push<'a>(&'a self, launch: &mut LaunchArgs<'a>) {
-        match self {
-            Op::F32(op) => launch.arg(op),
-            Op::F64(op) => launch.arg(op),
-        };
     }
 }

@@ -1,6 +1,7 @@
-//! The host side of each kernel: launch shapes, `#[repr(C)]` mirrors of the argument structs
-//! of kernels/prelude.cuh and kernels/ac_step.cu, and one type per kernel that knows its
-//! launch configuration and argument list.
+//! The host side of each kernel: launch shapes, `#[repr(C)]` mirrors of the structs of
+//! kernels/grid.cuh, and one type per kernel that knows its launch configuration and fills its
+//! one parameter struct (`StepParams`, `WallParams`, `HaloParams`: each the kernel's struct of
+//! the same name, field for field, which tests/mirror.rs checks).
 use crate::{Coefficients, Problem, SideBc};
 use ferroflow_core::{BackendError, Layout, Real, Side};
 use ferroflow_cuda::cudarc::driver::sys::CUdeviceptr;
@@ -155,22 +156,6 @@ impl fmt::Display for LaunchShape {
     }
 }
 
-/// Per-run constants of the update (`Coeffs` in ac_step.cu): the core's `Coefficients`, in a
-/// wrapper that cudarc may pass by value.
-#[repr(transparent)]
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Coeffs<R>(pub Coefficients<R>);
-
-impl<R: Real> Coeffs<R> {
-    pub fn new(problem: &Problem<R>) -> Coeffs<R> {
-        Coeffs(Coefficients::new(problem))
-    }
-}
-
-// SAFETY: a `#[repr(C)]` struct of `R`, and backends exist only for R = f32 or f64
-// (`Scalar::of`).
-unsafe impl<R: Real> DeviceRepr for Coeffs<R> {}
-
 /// A block's layout as the kernels see it (`Grid` in prelude.cuh).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -209,7 +194,8 @@ unsafe impl DeviceRepr for Vars {}
 
 /// The arguments of `ac_step` that stay the same for a whole run.
 pub(crate) struct StepArgs<R> {
-    pub coeffs: Coeffs<R>,
+    /// Per-run constants of the update (`Coeffs` in ac_residual.cuh).
+    pub coeffs: Coefficients<R>,
     pub grid: GridArgs,
     pub src: Vars,
     /// Per-block residual sums, `equations × blocks` f64 (0 while tuning: norms are off).
@@ -218,6 +204,25 @@ pub(crate) struct StepArgs<R> {
     /// (`x_walls` in ac_step.cu; `BoundaryKernel::x_walls`).
     pub x_walls: i32,
 }
+
+/// The parameters of `ac_step` (`StepParams` in ac_step.cu).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct StepParams<R> {
+    c: Coefficients<R>,
+    g: GridArgs,
+    cur: Vars,
+    next: Vars,
+    src: Vars,
+    r: NodeBox,
+    shift: CUdeviceptr,
+    partials: CUdeviceptr,
+    norms: i32,
+    x_walls: i32,
+}
+
+// SAFETY: a C struct of `R` (f32 or f64 only: `Scalar::of`), integers and device pointers.
+unsafe impl<R: Real> DeviceRepr for StepParams<R> {}
 
 /// One `ac_step` entry point compiled for one launch shape, for one layout.
 pub(crate) struct StepKernel {
@@ -274,27 +279,27 @@ impl StepKernel {
             None => (interior, self.grid, fusable(args.x_walls, self.x_walls)),
         };
         debug_assert!(!norms || region == interior);
-        let norms = norms as i32;
         let b = self.shape.block;
         let config = LaunchConfig {
             grid_dim,
             block_dim: (b[0], b[1], b[2]),
             shared_mem_bytes: 0,
         };
+        let params = StepParams {
+            c: args.coeffs,
+            g: args.grid,
+            cur: *cur,
+            next: *next,
+            src: args.src,
+            r: region,
+            shift,
+            partials: args.partials,
+            norms: norms as i32,
+            x_walls,
+        };
         let mut launch = stream.launch_builder(&self.function);
-        launch
-            .arg(&args.coeffs)
-            .arg(&args.grid)
-            .arg(cur)
-            .arg(next)
-            .arg(&args.src)
-            .arg(&region)
-            .arg(&shift)
-            .arg(&args.partials)
-            .arg(&norms)
-            .arg(&x_walls);
-        // SAFETY: the arguments match ac_step's parameters in order and type; the region lies
-        // within the interior nodes, whose stencils stay inside the arrays (two ghost layers);
+        launch.arg(&params);
+        // SAFETY: the parameters are ac_step's; the region lies within the interior nodes, whose stencils stay inside the arrays (two ghost layers);
         // `shift` is a device address of one value; `partials` holds equations × blocks
         // values when norms are on; the x walls and their ghosts lie inside the arrays.
         unsafe { launch.launch(config) }.check("launching ac_step")?;
@@ -370,6 +375,25 @@ pub(crate) fn wall_fills(layout: &Layout, sides: &[SideBc; 6]) -> Vec<WallFill> 
     fills
 }
 
+/// The parameters of `fill_walls` (`WallParams` in boundary.cu).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct WallParams {
+    p: CUdeviceptr,
+    t: CUdeviceptr,
+    g: GridArgs,
+    axis: i32,
+    walls: i32,
+    adiabatic: i32,
+    lo1: i64,
+    count1: i64,
+    lo2: i64,
+    count2: i64,
+}
+
+// SAFETY: a C struct of device pointers and integers.
+unsafe impl DeviceRepr for WallParams {}
+
 /// `fill_walls` with the launches of one problem.
 pub(crate) struct BoundaryKernel {
     function: CudaFunction,
@@ -422,26 +446,46 @@ impl BoundaryKernel {
                 block_dim: (BOUNDARY_THREADS, 1, 1),
                 shared_mem_bytes: 0,
             };
+            let params = WallParams {
+                p: vars.v[0],
+                t,
+                g: *grid,
+                axis: fill.axis,
+                walls,
+                adiabatic: fill.adiabatic,
+                lo1: fill.lo[0],
+                count1: fill.count[0],
+                lo2: fill.lo[1],
+                count2: fill.count[1],
+            };
             let mut launch = stream.launch_builder(&self.function);
-            launch
-                .arg(&vars.v[0])
-                .arg(&t)
-                .arg(grid)
-                .arg(&fill.axis)
-                .arg(&walls)
-                .arg(&fill.adiabatic)
-                .arg(&fill.lo[0])
-                .arg(&fill.count[0])
-                .arg(&fill.lo[1])
-                .arg(&fill.count[1]);
-            // SAFETY: the arguments match fill_walls' parameters in order and type; the face
-            // ranges and the three layers beyond each wall node lie inside the arrays; `t` is
+            launch.arg(&params);
+            // SAFETY: the parameters are fill_walls'; the face ranges and the three layers beyond each wall node lie inside the arrays; `t` is
             // null or T's array.
             unsafe { launch.launch(config) }.check("launching fill_walls")?;
         }
         Ok(())
     }
 }
+
+/// The parameters of `halo_box` (`HaloParams` in boundary.cu).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct HaloParams {
+    array: CUdeviceptr,
+    buf: CUdeviceptr,
+    g: GridArgs,
+    lo0: i64,
+    lo1: i64,
+    lo2: i64,
+    c0: i64,
+    c1: i64,
+    c2: i64,
+    unpack: i32,
+}
+
+// SAFETY: a C struct of device pointers and integers.
+unsafe impl DeviceRepr for HaloParams {}
 
 /// `halo_box`: packs the faces of a decomposed grid's blocks into buffers and back.
 pub(crate) struct HaloKernel {
@@ -467,20 +511,21 @@ impl HaloKernel {
             block_dim: (BOUNDARY_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let unpack = unpack as i32;
+        let params = HaloParams {
+            array,
+            buf,
+            g: *grid,
+            lo0: region.lo[0],
+            lo1: region.lo[1],
+            lo2: region.lo[2],
+            c0: count[0],
+            c1: count[1],
+            c2: count[2],
+            unpack: unpack as i32,
+        };
         let mut launch = stream.launch_builder(&self.function);
-        launch
-            .arg(&array)
-            .arg(&buf)
-            .arg(grid)
-            .arg(&region.lo[0])
-            .arg(&region.lo[1])
-            .arg(&region.lo[2])
-            .arg(&count[0])
-            .arg(&count[1])
-            .arg(&count[2])
-            .arg(&unpack);
-        // SAFETY: the arguments match halo_box's parameters in order and type; the box lies
+        launch.arg(&params);
+        // SAFETY: the parameters are halo_box's; the box lies
         // inside the array's nodes and ghosts, and `buf` holds at least its node count.
         unsafe { launch.launch(config) }.check("launching halo_box")?;
         Ok(())
@@ -514,8 +559,17 @@ mod tests {
         assert_eq!(std::mem::size_of::<GridArgs>(), 7 * 8);
         assert_eq!(std::mem::size_of::<NodeBox>(), 6 * 8);
         assert_eq!(std::mem::size_of::<Vars>(), 5 * 8);
-        assert_eq!(std::mem::size_of::<Coeffs<f32>>(), 22 * 4);
-        assert_eq!(std::mem::size_of::<Coeffs<f64>>(), 22 * 8);
+        assert_eq!(std::mem::size_of::<Coefficients<f32>>(), 22 * 4);
+        assert_eq!(std::mem::size_of::<Coefficients<f64>>(), 22 * 8);
+        // Three ints, then 8-byte integers: padded after the third int, as in C.
+        assert_eq!(
+            std::mem::size_of::<WallParams>(),
+            2 * 8 + 7 * 8 + 16 + 4 * 8
+        );
+        assert_eq!(
+            std::mem::size_of::<StepParams<f64>>(),
+            22 * 8 + 7 * 8 + 3 * 5 * 8 + 6 * 8 + 2 * 8 + 2 * 4
+        );
     }
 
     /// Runs the fills on the host the way fill_walls indexes them (T is variable `t`).
