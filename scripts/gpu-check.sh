@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# GPU checks of the CUDA backend (crates/ferroflow-ac, feature cuda) and its runtime
+# GPU checks of the CUDA backend (crates/ferroflow-ac, its feature cuda) and its runtime
 # (crates/ferroflow-cuda), run on the GPU machine, which has no
 # Rust toolchain: the test executables are built here and carried there.
 #
 # Build (development machine, from the repository root):
-#   cargo test --release -p ferroflow-ac -p ferroflow-cuda --features ferroflow-ac/cuda --no-run \
-#     2>&1 | tee /tmp/cuda-tests.log
+#   cargo test --release -p ferroflow-ac -p ferroflow-cuda --no-run 2>&1 | tee /tmp/cuda-tests.log
 #   mkdir -p gpu-tests
 #   grep -o 'target/release/deps/[^)]*' /tmp/cuda-tests.log | xargs -I{} cp {} gpu-tests/
 # (cargo prints one "Executable ... (target/release/deps/NAME-HASH)" line per test executable:

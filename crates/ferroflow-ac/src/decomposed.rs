@@ -3,7 +3,7 @@ use crate::blocks::block_problem;
 use crate::implicit::GaugeSums;
 use crate::{BlockBackend, Method, Problem};
 use ferroflow_core::decomposition::{BlockExtent, Decomposition, Face};
-use ferroflow_core::{Backend, BackendError, Fields, Real, Residuals, Side};
+use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals, Side};
 use ferroflow_parallel::{Halo, Transport};
 use rayon::prelude::*;
 
@@ -252,6 +252,10 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Backend for Dec
             };
         }
         Ok(res)
+    }
+
+    fn layout(&self) -> Layout {
+        self.initial.layout
     }
 
     /// Every process gets the whole grid: each block's owner shares it.

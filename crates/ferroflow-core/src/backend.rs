@@ -1,4 +1,4 @@
-use crate::{BackendError, Fields, Real};
+use crate::{BackendError, Fields, Layout, Real};
 
 /// Sums of squared residuals (pseudo-time derivatives) of one iteration, per equation.
 /// Accumulated in f64 in a fixed order, so they do not depend on the thread count.
@@ -59,6 +59,9 @@ pub trait Backend {
     /// Runs `iterations` pseudo-time iterations (each: fused interior update, boundary
     /// fill, buffer swap) and returns the residuals of the last one.
     fn advance(&mut self, iterations: usize) -> Result<Residuals, BackendError>;
+
+    /// The layout of the whole state (every block's, for a decomposed grid).
+    fn layout(&self) -> Layout;
 
     /// Copies the current state to the host (as the scheme keeps it: an artificial-
     /// compressibility state's pressure is not yet referenced, see

@@ -7,7 +7,9 @@
 //! - [`Fields`]: host copies of a block's variables.
 //! - [`Side`] and [`decomposition`]: the sides of a structured block, and a grid cut into
 //!   blocks with the faces they exchange.
-//! - [`Backend`] and [`Residuals`]: what a solver on a device offers to the driver.
+//! - [`Solver`], [`Snapshot`] and [`Residuals`]: what a solver offers to the driver, the
+//!   checkpoints and the writers (values at points, no storage details); a structured-block
+//!   [`Backend`] (host copies as [`Fields`]) is a [`Solver`].
 //!
 //! No scheme lives here: the artificial-compressibility problem is `ferroflow-ac`'s.
 #![deny(missing_docs)]
@@ -19,6 +21,7 @@ mod fields;
 mod layout;
 mod real;
 mod side;
+mod snapshot;
 mod wall;
 
 pub use backend::{Backend, Residuals};
@@ -27,4 +30,5 @@ pub use fields::Fields;
 pub use layout::{Layout, GHOST, MIN_NODES};
 pub use real::Real;
 pub use side::Side;
+pub use snapshot::{Points, Snapshot, Solver};
 pub use wall::WallFace;

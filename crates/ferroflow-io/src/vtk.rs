@@ -2,7 +2,7 @@
 //! zlib-compressed, and `.pvd` collections indexing several of them by iteration; each file
 //! written atomically ([`crate::file`]).
 use crate::file;
-use ferroflow_core::{Fields, Real};
+use ferroflow_core::{Points, Real, Snapshot};
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
 use std::fmt::Write as _;
@@ -13,7 +13,7 @@ use std::path::Path;
 /// files VTK writes.
 const BLOCK_SIZE: usize = 32 * 1024;
 
-/// Writes the node values of `fields` (variables named `names`, velocity components after the
+/// Writes the grid values of `snapshot` (variables named `names`, velocity components after the
 /// first, node spacing `spacing`) as `.vti`: velocity as one 3-component vector (w = 0 in 2D)
 /// and every other variable (p, ...) as a scalar, in the run's precision. With `compress`
 /// the arrays are zlib-compressed in blocks (`vtkZLibDataCompressor`).
@@ -21,11 +21,11 @@ pub fn write_image_data<R: Real>(
     path: &Path,
     names: &[&str],
     spacing: [f64; 3],
-    fields: &Fields<R>,
+    snapshot: &Snapshot<R>,
     compress: bool,
 ) -> io::Result<()> {
-    let l = fields.layout;
-    let dim = l.dim;
+    let Points::Grid { dim, n } = snapshot.points;
+    let nodes = snapshot.points.len();
     // (name, variables per point); a missing velocity component is written as zero.
     let mut arrays: Vec<(&str, Vec<Option<usize>>)> = (0..names.len())
         .filter(|v| !(1..=dim).contains(v))
@@ -40,17 +40,17 @@ pub fn write_image_data<R: Real>(
     // uncompressed when compressing.
     let mut encoded = Vec::with_capacity(arrays.len());
     for (_, comps) in &arrays {
-        let mut raw = Vec::with_capacity(comps.len() * l.nodes() * R::BYTES);
-        l.for_each_node(|_, _, _, o| {
+        let mut raw = Vec::with_capacity(comps.len() * nodes * R::BYTES);
+        for o in 0..nodes {
             for c in comps {
-                let x = c.map_or(0.0, |v| fields.vars[v][o].f64());
+                let x = c.map_or(0.0, |v| snapshot.vars[v][o].f64());
                 if R::BYTES == 4 {
                     raw.extend_from_slice(&(x as f32).to_le_bytes());
                 } else {
                     raw.extend_from_slice(&x.to_le_bytes());
                 }
             }
-        });
+        }
         encoded.push(if compress {
             zlib_blocks(&raw)?
         } else {
@@ -59,7 +59,7 @@ pub fn write_image_data<R: Real>(
     }
 
     let ty = if R::BYTES == 4 { "Float32" } else { "Float64" };
-    let extent = format!("0 {} 0 {} 0 {}", l.n[0] - 1, l.n[1] - 1, l.n[2] - 1);
+    let extent = format!("0 {} 0 {} 0 {}", n[0] - 1, n[1] - 1, n[2] - 1);
     let h = spacing;
     let mut xml = String::new();
     xml += "<?xml version=\"1.0\"?>\n";
@@ -148,7 +148,6 @@ pub fn write_collection(path: &Path, datasets: &[(usize, String)]) -> io::Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ferroflow_core::Layout;
     use flate2::read::ZlibDecoder;
     use std::io::Read;
 
@@ -201,19 +200,24 @@ mod tests {
     fn round_trip<R: Real>(nodes: Vec<usize>, name: &str) -> Vec<(usize, bool)> {
         let mut n = [1; 3];
         n[..nodes.len()].copy_from_slice(&nodes);
-        let layout = Layout::new(nodes.len(), n);
-        let names = &["p", "u", "v", "w"][..1 + layout.dim];
-        let mut fields = Fields::<R>::zeros(layout, names.len());
-        for (v, var) in fields.vars.iter_mut().enumerate() {
-            for (i, x) in var.iter_mut().enumerate() {
-                *x = R::of((0.37 * (i + 1000 * v) as f64).sin());
-            }
-        }
+        let points = Points::Grid {
+            dim: nodes.len(),
+            n,
+        };
+        let names = &["p", "u", "v", "w"][..1 + nodes.len()];
+        let vars = (0..names.len())
+            .map(|v| {
+                (0..points.len())
+                    .map(|i| R::of((0.37 * (i + 1000 * v) as f64).sin()))
+                    .collect()
+            })
+            .collect();
+        let snapshot = Snapshot { points, vars };
         let dir = std::env::temp_dir().join(format!("ferroflow-vtk-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let write = |compress, file: &str| {
             let path = dir.join(format!("{file}.vti"));
-            write_image_data(&path, names, [0.1; 3], &fields, compress).unwrap();
+            write_image_data(&path, names, [0.1; 3], &snapshot, compress).unwrap();
             std::fs::read(path).unwrap()
         };
         let (raw, zlib) = (write(false, "raw"), write(true, "zlib"));

@@ -5,10 +5,10 @@
 //!
 //! Format 2 (`FFLOWCK2`, written): magic, resolved case, precision, wall time, the driver's
 //! record, then the grid (dimension, nodes per axis, variable count) and per variable the values
-//! at the nodes (boundary nodes included) in [`Layout::for_each_node`] order, in the run's
-//! precision (4 bytes a value in f32, 8 in f64), then the CRC-32 of everything before it.
-//! Integers are u64, everything little-endian. Ghosts and row padding are not stored: the
-//! backend's `upload` fills every ghost the scheme reads from the nodes (wall extrapolation, and
+//! at the nodes (boundary nodes included) in the order of a [`Snapshot`] (x fastest), in the
+//! run's precision (4 bytes a value in f32, 8 in f64), then the CRC-32 of everything before it.
+//! Integers are u64, everything little-endian. Ghosts and row padding are not stored: a
+//! solver's `restore` fills every ghost the scheme reads from the nodes (wall extrapolation, and
 //! halos cut from the neighbouring blocks' nodes), as each iteration does, so the continuation is
 //! still bitwise the same.
 //!
@@ -16,7 +16,7 @@
 //! which also gives the array length, then the whole padded arrays (ghosts included) widened to
 //! f64; only their node values are used.
 use crate::simulation::{HistoryRow, Simulation, StopCriteria};
-use ferroflow_core::{Fields, Layout, Real};
+use ferroflow_core::{Layout, Points, Real, Snapshot};
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -50,13 +50,13 @@ pub struct Checkpoint {
     pub history: Vec<HistoryRow>,
     /// Number of active axes of the grid.
     dim: usize,
-    /// Nodes per axis (1 on axis 2 in 2D), as in [`Layout::n`].
+    /// Nodes per axis (1 on axis 2 in 2D).
     n: [usize; 3],
     /// The raw state's node values (pressure not referenced).
     nodes: Nodes,
 }
 
-/// Node values per variable in [`Layout::for_each_node`] order, in the checkpoint's precision.
+/// Node values per variable in a snapshot's order, in the checkpoint's precision.
 #[derive(Debug, Clone, PartialEq)]
 enum Nodes {
     F64(Vec<Vec<f64>>),
@@ -86,16 +86,15 @@ fn width(precision: &str) -> Option<usize> {
     }
 }
 
-/// Writes a checkpoint of `sim` and the node values of the raw backend `state` to `path`,
-/// atomically.
+/// Writes a checkpoint of `sim` and the solver's raw `state` to `path`, atomically.
 pub fn save<R: Real>(
     path: &Path,
     case_toml: &str,
     sim: &Simulation,
     wall_seconds: f64,
-    state: &Fields<R>,
+    state: &Snapshot<R>,
 ) -> io::Result<()> {
-    let l = state.layout;
+    let Points::Grid { dim, n } = state.points;
     let w = width(R::NAME).expect("states are f32 or f64");
     let mut b = header(
         MAGIC,
@@ -103,17 +102,19 @@ pub fn save<R: Real>(
         R::NAME,
         sim,
         wall_seconds,
-        w * state.vars.len() * l.nodes(),
+        w * state.vars.len() * state.points.len(),
     );
-    for x in [l.dim, l.n[0], l.n[1], l.n[2], state.vars.len()] {
+    for x in [dim, n[0], n[1], n[2], state.vars.len()] {
         put_u64(&mut b, x);
     }
     for var in &state.vars {
         // Exact in either width: f32 values go through f64 and back.
-        l.for_each_node(|_, _, _, o| match w {
-            4 => b.extend_from_slice(&(var[o].f64() as f32).to_le_bytes()),
-            _ => put_f64(&mut b, var[o].f64()),
-        });
+        for v in var {
+            match w {
+                4 => b.extend_from_slice(&(v.f64() as f32).to_le_bytes()),
+                _ => put_f64(&mut b, v.f64()),
+            }
+        }
     }
     let crc = crc32fast::hash(&b);
     b.extend_from_slice(&crc.to_le_bytes());
@@ -254,14 +255,14 @@ fn nodes_v1(
 }
 
 impl Checkpoint {
-    /// The state in precision `R` on `layout` (nodes from the checkpoint, ghosts and padding
-    /// zero: the backend's `upload` fills the ghosts), checked against the layout and variable
-    /// count the run needs.
+    /// The state in precision `R` at `points`, checked against the points and variable count
+    /// the run needs.
     pub fn state<R: Real>(
         &self,
-        layout: Layout,
+        points: Points,
         vars: usize,
-    ) -> Result<Fields<R>, CheckpointError> {
+    ) -> Result<Snapshot<R>, CheckpointError> {
+        let Points::Grid { dim, n } = points;
         if self.precision != R::NAME {
             return Err(CheckpointError::Mismatch(format!(
                 "the checkpoint holds an {} state, the run is in {}",
@@ -269,13 +270,12 @@ impl Checkpoint {
                 R::NAME
             )));
         }
-        if self.dim != layout.dim || self.n != layout.n {
+        if self.dim != dim || self.n != n {
             return Err(CheckpointError::Mismatch(format!(
-                "the checkpoint's grid is {:?} ({}D), the run's is {:?} ({}D)",
+                "the checkpoint's grid is {:?} ({}D), the run's is {:?} ({dim}D)",
                 &self.n[..self.dim],
                 self.dim,
-                &layout.n[..layout.dim],
-                layout.dim
+                &n[..dim],
             )));
         }
         if self.nodes.count() != vars {
@@ -284,12 +284,12 @@ impl Checkpoint {
                 self.nodes.count()
             )));
         }
-        let mut fields = Fields::zeros(layout, vars);
-        match &self.nodes {
-            Nodes::F64(v) => place(&mut fields, v),
-            Nodes::F32(v) => place(&mut fields, v),
-        }
-        Ok(fields)
+        // Exact: the precisions are the same.
+        let vars = match &self.nodes {
+            Nodes::F64(v) => convert(v),
+            Nodes::F32(v) => convert(v),
+        };
+        Ok(Snapshot { points, vars })
     }
 
     /// The driver's record, continuing under `stop`.
@@ -312,16 +312,11 @@ impl Nodes {
     }
 }
 
-/// Puts the node values `vars` (one per node of `fields`' layout) into `fields`; exact, the
-/// precisions being the same.
-fn place<R: Real, S: Real>(fields: &mut Fields<R>, vars: &[Vec<S>]) {
-    let layout = fields.layout;
-    for (dst, src) in fields.vars.iter_mut().zip(vars) {
-        let mut values = src.iter();
-        layout.for_each_node(|_, _, _, o| {
-            dst[o] = R::of(values.next().expect("one value per node").f64());
-        });
-    }
+/// `vars` in precision `R`.
+fn convert<R: Real, S: Real>(vars: &[Vec<S>]) -> Vec<Vec<R>> {
+    vars.iter()
+        .map(|a| a.iter().map(|x| R::of(x.f64())).collect())
+        .collect()
 }
 
 fn put_u64(b: &mut Vec<u8>, x: usize) {
@@ -408,6 +403,7 @@ impl Reader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferroflow_core::Fields;
     use std::path::PathBuf;
 
     fn simulation() -> Simulation {
@@ -467,22 +463,25 @@ mod tests {
         state
     }
 
-    /// Whether `back` holds the node values of `state` bit for bit, and zero elsewhere.
-    fn same_nodes<R: Real>(back: &Fields<R>, state: &Fields<R>) -> bool {
-        let l = state.layout;
-        let mut node = vec![false; l.len];
-        l.for_each_node(|_, _, _, o| node[o] = true);
-        back.layout == l
-            && back.vars.len() == state.vars.len()
-            && back.vars.iter().zip(&state.vars).all(|(b, s)| {
-                (0..l.len).all(|o| match node[o] {
-                    true => b[o].f64().to_bits() == s[o].f64().to_bits(),
-                    false => b[o].f64().to_bits() == 0,
-                })
-            })
+    fn points(layout: Layout) -> Points {
+        Points::Grid {
+            dim: layout.dim,
+            n: layout.n,
+        }
     }
 
-    fn mismatch<R>(result: Result<Fields<R>, CheckpointError>) -> bool {
+    /// Whether `back` holds the node values of `state` bit for bit.
+    fn same_nodes<R: Real>(back: &Snapshot<R>, state: &Fields<R>) -> bool {
+        let s = state.snapshot();
+        let bits = |v: &Vec<Vec<R>>| -> Vec<u64> {
+            v.iter().flatten().map(|x| x.f64().to_bits()).collect()
+        };
+        back.points == s.points
+            && back.vars.len() == s.vars.len()
+            && bits(&back.vars) == bits(&s.vars)
+    }
+
+    fn mismatch<R>(result: Result<Snapshot<R>, CheckpointError>) -> bool {
         matches!(result, Err(CheckpointError::Mismatch(_)))
     }
 
@@ -490,17 +489,23 @@ mod tests {
     /// node values exactly and returns the sizes of the two files.
     fn round_trips<R: Real>(state: &Fields<R>, dir: &Path) -> (u64, usize) {
         let (sim, path) = (simulation(), dir.join(FILE_NAME));
-        save(&path, "[grid]\n", &sim, 1.5, state).unwrap();
+        save(&path, "[grid]\n", &sim, 1.5, &state.snapshot()).unwrap();
         let ck = load(&path).unwrap();
         assert_eq!((ck.version, ck.simulation(sim.stop)), (2, sim.clone()));
-        assert!(same_nodes(&ck.state::<R>(state.layout, 3).unwrap(), state));
+        assert!(same_nodes(
+            &ck.state::<R>(points(state.layout), 3).unwrap(),
+            state
+        ));
         let v2 = fs::metadata(&path).unwrap().len();
 
         let v1 = v1_bytes(&sim, state);
         fs::write(&path, &v1).unwrap();
         let ck = load(&path).unwrap();
         assert_eq!((ck.version, ck.simulation(sim.stop)), (1, sim));
-        assert!(same_nodes(&ck.state::<R>(state.layout, 3).unwrap(), state));
+        assert!(same_nodes(
+            &ck.state::<R>(points(state.layout), 3).unwrap(),
+            state
+        ));
         (v2, v1.len())
     }
 
@@ -535,15 +540,22 @@ mod tests {
         let sim = simulation();
         let dir = temp_dir("damage");
         let path = dir.join(FILE_NAME);
-        save(&path, "[grid]\n", &sim, 1.5, &state).unwrap();
+        save(&path, "[grid]\n", &sim, 1.5, &state.snapshot()).unwrap();
         let ck = load(&path).unwrap();
         assert_eq!(ck.simulation(sim.stop), sim);
-        assert!(same_nodes(&ck.state::<f32>(layout, 3).unwrap(), &state));
+        assert!(same_nodes(
+            &ck.state::<f32>(points(layout), 3).unwrap(),
+            &state
+        ));
         assert_eq!((ck.case_toml.as_str(), ck.wall_seconds), ("[grid]\n", 1.5));
-        assert!(mismatch(ck.state::<f64>(layout, 3)));
-        assert!(mismatch(ck.state::<f32>(Layout::new(2, [7, 5, 1]), 3)));
-        assert!(mismatch(ck.state::<f32>(Layout::new(3, [6, 5, 5]), 3)));
-        assert!(mismatch(ck.state::<f32>(layout, 4)));
+        assert!(mismatch(ck.state::<f64>(points(layout), 3)));
+        assert!(mismatch(
+            ck.state::<f32>(points(Layout::new(2, [7, 5, 1])), 3)
+        ));
+        assert!(mismatch(
+            ck.state::<f32>(points(Layout::new(3, [6, 5, 5])), 3)
+        ));
+        assert!(mismatch(ck.state::<f32>(points(layout), 4)));
 
         let bytes = fs::read(&path).unwrap();
         let corrupt = |edit: &dyn Fn(&mut Vec<u8>)| {
@@ -568,10 +580,11 @@ mod tests {
         assert_eq!((ck.version, ck.iteration), (1, 301));
         assert_eq!(ck.history.last().map(|r| r.iteration), Some(301));
         let layout = Layout::new(2, [17, 17, 0]);
-        let state = ck.state::<f64>(layout, 3).unwrap();
+        let snapshot = ck.state::<f64>(points(layout), 3).unwrap();
+        let state = Fields::from_snapshot(layout, &snapshot).unwrap();
         // The lid: u = 1 along the top wall, corners included.
         assert!((0..17).all(|i| state.at(1, i, 16, 0) == 1.0));
         assert_eq!(state.first_non_finite(), None);
-        assert!(ck.state::<f32>(layout, 3).is_err());
+        assert!(ck.state::<f32>(points(layout), 3).is_err());
     }
 }

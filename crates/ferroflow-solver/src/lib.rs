@@ -1,5 +1,5 @@
 //! ferroflow-solver: the driver, which knows no scheme, case or device. [`Simulation`]
-//! advances a [`ferroflow_core::Backend`] in chunks, watches the residuals (convergence,
+//! advances a [`ferroflow_core::Solver`] in chunks, watches the residuals (convergence,
 //! divergence, stalls, the iteration limit) and calls the [`Callback`]s registered with it
 //! when their [`Schedule`]s fall due: progress, signals, snapshots, checkpoints
 //! ([`checkpoint`]).

@@ -1,6 +1,6 @@
 //! The pseudo-time driver: advances a backend in chunks, watches residuals, stops on
 //! convergence, divergence, a stall, the iteration limit or the observer's request.
-use ferroflow_core::{Backend, BackendError, Real};
+use ferroflow_core::{BackendError, Real, Solver};
 use std::collections::VecDeque;
 use std::fmt;
 use std::time::Instant;
@@ -142,8 +142,8 @@ impl Schedule {
     }
 }
 
-/// What a callback does when it is due: it sees the progress and the backend (to download
-/// fields, say), and may ask the run to stop.
+/// What a callback does when it is due: it sees the progress and the solver (to take a
+/// snapshot, say), and may ask the run to stop.
 pub type CallbackFn<'a, B, E> = dyn FnMut(&Progress, &mut B) -> Result<Flow, E> + 'a;
 
 /// A callback with its schedule.
@@ -318,7 +318,7 @@ impl Simulation {
     /// Iterates until convergence, the iteration limit, divergence or a callback's `Stop`,
     /// calling `callbacks` in order at the checks where they are due. `names` are the
     /// equation names used in messages.
-    pub fn run<B: Backend + ?Sized, E>(
+    pub fn run<B: Solver + ?Sized, E>(
         &mut self,
         backend: &mut B,
         names: &[&str],
@@ -373,7 +373,7 @@ impl Simulation {
     }
 
     /// [`Simulation::run`] without callbacks.
-    pub fn run_plain<B: Backend + ?Sized>(
+    pub fn run_plain<B: Solver + ?Sized>(
         &mut self,
         backend: &mut B,
         names: &[&str],
@@ -386,7 +386,7 @@ impl Simulation {
     }
 
     /// Calls the callbacks due at this check, in order; returns whether one asked to stop.
-    fn call_due<B: Backend + ?Sized, E>(
+    fn call_due<B: Solver + ?Sized, E>(
         &self,
         callbacks: &mut [Callback<'_, B, E>],
         next: &mut [Vec<usize>],
@@ -414,7 +414,7 @@ impl Simulation {
 
     /// One chunk of iterations (the first iteration alone: its residuals normalise all later
     /// ones); returns the relative residuals, or the divergence.
-    fn advance<B: Backend + ?Sized>(
+    fn advance<B: Solver + ?Sized>(
         &mut self,
         backend: &mut B,
         names: &[&str],
@@ -580,12 +580,23 @@ fn normalisers(first: &[f64]) -> Option<Vec<f64>> {
 mod tests {
     use super::*;
 
-    use ferroflow_core::{Fields, Layout, Residuals};
+    use ferroflow_core::{Points, Residuals, Snapshot};
+
+    /// An empty 5 x 5 grid's snapshot of `vars` variables.
+    fn snapshot<R>(vars: usize) -> Snapshot<R> {
+        Snapshot {
+            points: Points::Grid {
+                dim: 2,
+                n: [5, 5, 1],
+            },
+            vars: (0..vars).map(|_| Vec::new()).collect(),
+        }
+    }
 
     /// Residuals that halve every iteration.
     struct Halving(f64);
 
-    impl Backend for Halving {
+    impl Solver for Halving {
         type Real = f64;
         fn name(&self) -> &'static str {
             "halving"
@@ -597,10 +608,10 @@ mod tests {
                 nodes: 1,
             })
         }
-        fn download(&mut self) -> Result<Fields<f64>, BackendError> {
-            Ok(Fields::zeros(Layout::new(2, [5, 5, 1]), 1))
+        fn snapshot(&mut self) -> Result<Snapshot<f64>, BackendError> {
+            Ok(snapshot(1))
         }
-        fn upload(&mut self, _: &Fields<f64>) -> Result<(), BackendError> {
+        fn restore(&mut self, _: &Snapshot<f64>) -> Result<(), BackendError> {
             Ok(())
         }
     }
@@ -684,7 +695,7 @@ mod tests {
         Scripted { iteration: 0, norm }
     }
 
-    impl<F: Fn(usize) -> f64> Backend for Scripted<F> {
+    impl<F: Fn(usize) -> f64> Solver for Scripted<F> {
         type Real = f32;
         fn name(&self) -> &'static str {
             "scripted"
@@ -697,10 +708,10 @@ mod tests {
                 nodes: 1,
             })
         }
-        fn download(&mut self) -> Result<Fields<f32>, BackendError> {
-            Ok(Fields::zeros(Layout::new(2, [5, 5, 1]), 2))
+        fn snapshot(&mut self) -> Result<Snapshot<f32>, BackendError> {
+            Ok(snapshot(2))
         }
-        fn upload(&mut self, _: &Fields<f32>) -> Result<(), BackendError> {
+        fn restore(&mut self, _: &Snapshot<f32>) -> Result<(), BackendError> {
             Ok(())
         }
     }

@@ -136,7 +136,14 @@ impl OutputDir {
     ) -> io::Result<()> {
         let name = format!("fields_{iteration:08}.vti");
         let names = problem.variable_names();
-        vtk::write_image_data(&self.join(&name), names, problem.spacing, fields, compress)?;
+        let snapshot = fields.snapshot();
+        vtk::write_image_data(
+            &self.join(&name),
+            names,
+            problem.spacing,
+            &snapshot,
+            compress,
+        )?;
         self.snapshots.push((iteration, name));
         vtk::write_collection(&self.join("fields.pvd"), &self.snapshots)
     }
@@ -165,7 +172,14 @@ impl OutputDir {
     fn write_fields<R: Real>(&self, run: &RunRecord<R>, fields: &Fields<R>) -> io::Result<Results> {
         let compress = run.case.output.compress;
         let (names, spacing) = (run.problem.variable_names(), run.problem.spacing);
-        vtk::write_image_data(&self.join("fields.vti"), names, spacing, fields, compress)?;
+        let snapshot = fields.snapshot();
+        vtk::write_image_data(
+            &self.join("fields.vti"),
+            names,
+            spacing,
+            &snapshot,
+            compress,
+        )?;
         if !self.snapshots.is_empty() {
             let mut all = self.snapshots.clone();
             if all.last().is_some_and(|(i, _)| *i == run.sim.iteration) {

@@ -13,7 +13,7 @@ use ferroflow_cases::case::{BackendKind, MethodKind, Model, Precision};
 use ferroflow_cases::resolvable::check_resolvable;
 use ferroflow_cases::summary::{RunRecord, Summary};
 use ferroflow_cases::Case;
-use ferroflow_core::{Backend, Fields, Real};
+use ferroflow_core::{Backend, Fields, Points, Real, Solver};
 use ferroflow_io::file::naming;
 use ferroflow_solver::checkpoint::{self, Checkpoint};
 use ferroflow_solver::Status;
@@ -389,10 +389,14 @@ impl<'a, R: Real> Session<'a, R> {
                 checkpoint: ck,
                 file,
             }) => {
+                let points = Points::Grid {
+                    dim: problem.layout.dim,
+                    n: problem.layout.n,
+                };
                 let state = ck
-                    .state::<R>(problem.layout, problem.equations())
+                    .state::<R>(points, problem.equations())
                     .map_err(|e| Failure::input(format!("--restart {}: {e}", file.display())))?;
-                backend.upload(&state).map_err(Failure::runtime)?;
+                backend.restore(&state).map_err(Failure::runtime)?;
                 (ck.simulation(stop), ck.wall_seconds)
             }
             None => (Simulation::new(stop), 0.0),
@@ -477,6 +481,7 @@ impl<'a, R: Real> Session<'a, R> {
                         )));
                     }
                     let written = checkpoint_path.as_ref().map_or(Ok(()), |path| {
+                        let state = state.snapshot();
                         checkpoint::save(path, resolved, p.sim, earlier + p.elapsed, &state)
                     });
                     world.agree(written.map_err(Failure::runtime))?;

@@ -4,7 +4,7 @@
 use ferroflow_cases::case::{builtin, MethodKind, KEYS};
 use ferroflow_cases::docs;
 use ferroflow_cases::Case;
-use ferroflow_core::Layout;
+use ferroflow_core::Points;
 use ferroflow_solver::checkpoint;
 use std::fs;
 use std::path::Path;
@@ -1503,11 +1503,11 @@ fn bdc2d(dir: &Path, n: usize, args: &[&str], out: &str) -> (Option<i32>, String
     );
     let temperatures = checkpoint::load(&dir.join(out).join("checkpoint.ffcp"))
         .map(|ck| {
-            let layout = Layout::new(2, [n, n, 1]);
-            let state = ck.state::<f64>(layout, 4).unwrap();
-            let mut t = Vec::new();
-            layout.for_each_node(|_, _, _, o| t.push(state.vars[3][o]));
-            t
+            let points = Points::Grid {
+                dim: 2,
+                n: [n, n, 1],
+            };
+            ck.state::<f64>(points, 4).unwrap().vars.swap_remove(3)
         })
         .unwrap_or_default();
     (code, err, temperatures)

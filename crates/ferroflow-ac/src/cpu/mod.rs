@@ -41,7 +41,7 @@ use crate::implicit::{GaugeSums, ImplicitBlock};
 use crate::iteration::{iterate, AcKernels};
 use crate::{BlockBackend, Coefficients, Method, Problem, SideBc};
 use ferroflow_core::decomposition::Face;
-use ferroflow_core::{Backend, BackendError, Fields, Real, Residuals};
+use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals};
 use implicit::Relaxer;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -155,6 +155,10 @@ impl<R: Real> Backend for CpuBackend<R> {
             }
             Ok(self.residuals.clone())
         })
+    }
+
+    fn layout(&self) -> Layout {
+        self.cur.layout
     }
 
     fn download(&mut self) -> Result<Fields<R>, BackendError> {

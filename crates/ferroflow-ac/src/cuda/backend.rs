@@ -399,6 +399,10 @@ impl<R: Real> Backend for CudaBackend<R> {
         self.read_norms()
     }
 
+    fn layout(&self) -> Layout {
+        self.layout
+    }
+
     fn download(&mut self) -> Result<Fields<R>, BackendError> {
         self.state.download(&self.device.stream)
     }

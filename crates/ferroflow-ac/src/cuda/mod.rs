@@ -1,4 +1,4 @@
-//! The scheme on NVIDIA GPUs (feature `cuda`), on the runtime of `ferroflow-cuda`.
+//! The scheme on NVIDIA GPUs (feature `cuda`, on by default), on the runtime of `ferroflow-cuda`.
 //! [`CudaBackend`] runs the CPU backend's iteration on a GPU and gives the same answers: the
 //! kernels in `kernels/*.cu` of this crate are `__device__` twins of [`crate::cpu::formulas`]
 //! and of its fused pass, with the same operation order, compiled

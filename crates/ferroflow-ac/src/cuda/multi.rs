@@ -385,6 +385,10 @@ impl<R: Real> Backend for MultiGpu<R> {
         Ok(self.decomposition.sum_residuals(self.equations, sums))
     }
 
+    fn layout(&self) -> Layout {
+        self.initial.layout
+    }
+
     fn download(&mut self) -> Result<Fields<R>, BackendError> {
         // `new` sets up every block in order: block `id` is `blocks[id]`.
         let blocks = &mut self.blocks;
