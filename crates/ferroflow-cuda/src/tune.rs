@@ -66,7 +66,7 @@ pub struct TuneRow<S> {
 /// How the launch shape of a kernel was chosen, with the full timing table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TuneReport<S> {
-    /// What was tuned, e.g. `ac_step launch shape`.
+    /// What was tuned, e.g. `interior kernel launch shape`.
     pub what: String,
     /// The shape in use.
     pub chosen: S,
@@ -146,7 +146,7 @@ pub trait Tunable {
     /// The loaded kernel for one shape.
     type Kernel;
 
-    /// What is tuned, for the report (e.g. `ac_step launch shape`).
+    /// What is tuned, for the report (e.g. `interior kernel launch shape`).
     fn what(&self) -> String;
     /// The shapes to time that fit the problem, the default first; an error if none does.
     fn candidates(&self) -> Result<Vec<Self::Shape>, BackendError>;
@@ -161,7 +161,7 @@ pub trait Tunable {
     /// Nodes updated per pass (for rates).
     fn nodes(&self) -> usize;
     /// What the choice depends on besides the device and the source, for the cache key (e.g.
-    /// `3D 257x257x257 | F64 | ac_step`).
+    /// `3D 257x257x257 | F64 | entry point`).
     fn cache_key(&self) -> String;
 }
 

@@ -29,8 +29,8 @@
 //! updates per second is `copy_bandwidth(..) / that`:
 //!
 //! ```no_run
-//! use crate::cuda::{CudaBackend, CudaOptions};
-//! use crate::Numerics;
+//! use ferroflow_ac::cuda::{CudaBackend, CudaOptions};
+//! use ferroflow_ac::Numerics;
 //! use ferroflow_core::Backend;
 //! use ferroflow_cuda::copy_bandwidth;
 //!
