@@ -3,7 +3,7 @@ use crate::blocks::block_problem;
 use crate::implicit::GaugeSums;
 use crate::{BlockBackend, Method, Problem};
 use ferroflow_core::decomposition::{BlockExtent, Decomposition, Face};
-use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals, Side};
+use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals, Side, Snapshot};
 use ferroflow_parallel::{Halo, Transport};
 use rayon::prelude::*;
 
@@ -278,5 +278,15 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Backend for Dec
         let blocks = self.blocks.iter_mut().map(|(id, b)| (*id, b));
         self.decomposition
             .scatter(fields, self.equations, BACKEND, blocks, |b, f| b.upload(f))
+    }
+
+    /// This process's blocks, each its own nodes and the first node layers of the blocks above
+    /// it ([`crate::pieces`]); no process gathers the grid.
+    fn pieces(&mut self) -> Result<Vec<Snapshot<R>>, BackendError> {
+        let mut local = Vec::with_capacity(self.blocks.len());
+        for (id, b) in &mut self.blocks {
+            local.push((self.extents[*id], b.download()?));
+        }
+        crate::pieces::pieces(&self.decomposition, local, &mut self.transport)
     }
 }

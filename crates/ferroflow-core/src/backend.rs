@@ -1,4 +1,4 @@
-use crate::{BackendError, Fields, Layout, Real};
+use crate::{BackendError, Fields, Layout, Real, Snapshot};
 
 /// Sums of squared residuals (pseudo-time derivatives) of one iteration, per equation.
 /// Accumulated in f64 in a fixed order, so they do not depend on the thread count.
@@ -70,4 +70,10 @@ pub trait Backend {
 
     /// Replaces the current state (restart); boundary ghosts are filled from it.
     fn upload(&mut self, fields: &Fields<Self::Real>) -> Result<(), BackendError>;
+
+    /// The pieces of the state this process holds (see [`crate::Solver::pieces`]): by default
+    /// the whole state.
+    fn pieces(&mut self) -> Result<Vec<Snapshot<Self::Real>>, BackendError> {
+        Ok(vec![self.download()?.snapshot()])
+    }
 }

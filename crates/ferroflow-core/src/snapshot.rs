@@ -7,17 +7,29 @@ use crate::{Backend, BackendError, Fields, Layout, Real, Residuals};
 /// Where a snapshot's values sit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Points {
-    /// The nodes of a structured grid, x fastest, then y, then z: `n` nodes per axis (1 on an
-    /// inactive axis), `dim` active axes.
+    /// The nodes of a structured grid, or of a box of one (a piece of a decomposed grid), x
+    /// fastest, then y, then z: `n` nodes per axis (1 on an inactive axis) from global node
+    /// `offset`, `dim` active axes.
     Grid {
         /// Active axes (2 or 3).
         dim: usize,
         /// Nodes per axis.
         n: [usize; 3],
+        /// Global index of the first node per axis (zero for a whole grid).
+        offset: [usize; 3],
     },
 }
 
 impl Points {
+    /// A whole grid of `n` nodes per axis.
+    pub fn grid(dim: usize, n: [usize; 3]) -> Points {
+        Points::Grid {
+            dim,
+            n,
+            offset: [0; 3],
+        }
+    }
+
     /// Number of points.
     pub fn len(&self) -> usize {
         match self {
@@ -57,6 +69,13 @@ pub trait Solver {
     /// Replaces the current state (restart) with `snapshot`, whose points must be the
     /// solver's.
     fn restore(&mut self, snapshot: &Snapshot<Self::Real>) -> Result<(), BackendError>;
+
+    /// The pieces of the state this process holds, for writers that write each piece where
+    /// it is: together, over all processes, they cover the grid, neighbours sharing their
+    /// boundary nodes. By default the whole state, one piece.
+    fn pieces(&mut self) -> Result<Vec<Snapshot<Self::Real>>, BackendError> {
+        Ok(vec![self.snapshot()?])
+    }
 }
 
 impl<B: Backend + ?Sized> Solver for B {
@@ -83,6 +102,10 @@ impl<B: Backend + ?Sized> Solver for B {
         })?;
         self.upload(&fields)
     }
+
+    fn pieces(&mut self) -> Result<Vec<Snapshot<B::Real>>, BackendError> {
+        Backend::pieces(self)
+    }
 }
 
 impl<R: Real> Fields<R> {
@@ -99,7 +122,7 @@ impl<R: Real> Fields<R> {
             })
             .collect();
         Snapshot {
-            points: Points::Grid { dim: l.dim, n: l.n },
+            points: Points::grid(l.dim, l.n),
             vars,
         }
     }
@@ -107,10 +130,7 @@ impl<R: Real> Fields<R> {
     /// Fields on `layout` with the node values of `snapshot` (ghosts and padding zero), or
     /// what does not fit.
     pub fn from_snapshot(layout: Layout, snapshot: &Snapshot<R>) -> Result<Fields<R>, String> {
-        let expected = Points::Grid {
-            dim: layout.dim,
-            n: layout.n,
-        };
+        let expected = Points::grid(layout.dim, layout.n);
         if snapshot.points != expected {
             return Err(format!(
                 "a snapshot on {:?} restored onto {expected:?}",

@@ -1,6 +1,7 @@
 //! Fields for ParaView and VisIt: VTK XML ImageData (`.vti`) with binary appended data, raw or
-//! zlib-compressed, and `.pvd` collections indexing several of them by iteration; each file
-//! written atomically ([`crate::file`]).
+//! zlib-compressed, a grid written as pieces (one `.vti` each, by whichever process holds it)
+//! with the parallel index (`.pvti`) that makes them one dataset, and `.pvd` collections
+//! indexing several of them by iteration; each file written atomically ([`crate::file`]).
 use crate::file;
 use ferroflow_core::{Points, Real, Snapshot};
 use flate2::write::ZlibEncoder;
@@ -24,17 +25,9 @@ pub fn write_image_data<R: Real>(
     snapshot: &Snapshot<R>,
     compress: bool,
 ) -> io::Result<()> {
-    let Points::Grid { dim, n } = snapshot.points;
+    let Points::Grid { dim, .. } = snapshot.points;
     let nodes = snapshot.points.len();
-    // (name, variables per point); a missing velocity component is written as zero.
-    let mut arrays: Vec<(&str, Vec<Option<usize>>)> = (0..names.len())
-        .filter(|v| !(1..=dim).contains(v))
-        .map(|v| (names[v], vec![Some(v)]))
-        .collect();
-    arrays.push((
-        "velocity",
-        (1..=3).map(|v| (v <= dim).then_some(v)).collect(),
-    ));
+    let arrays = arrays(names, dim);
 
     // Each array's appended bytes as (header, body parts); one array at a time is held
     // uncompressed when compressing.
@@ -58,8 +51,8 @@ pub fn write_image_data<R: Real>(
         });
     }
 
-    let ty = if R::BYTES == 4 { "Float32" } else { "Float64" };
-    let extent = format!("0 {} 0 {} 0 {}", n[0] - 1, n[1] - 1, n[2] - 1);
+    let ty = value_type::<R>();
+    let extent = extent(&snapshot.points);
     let h = spacing;
     let mut xml = String::new();
     xml += "<?xml version=\"1.0\"?>\n";
@@ -102,6 +95,88 @@ pub fn write_image_data<R: Real>(
         }
         f.write_all(b"\n  </AppendedData>\n</VTKFile>\n")
     })
+}
+
+/// The arrays written for variables `names` (velocity components after the first) on a
+/// `dim`-dimensional grid, as (name, variable per component): velocity as one 3-component
+/// vector (a missing component written as zero), every other variable as a scalar.
+fn arrays<'a>(names: &[&'a str], dim: usize) -> Vec<(&'a str, Vec<Option<usize>>)> {
+    let mut arrays: Vec<(&str, Vec<Option<usize>>)> = (0..names.len())
+        .filter(|v| !(1..=dim).contains(v))
+        .map(|v| (names[v], vec![Some(v)]))
+        .collect();
+    arrays.push((
+        "velocity",
+        (1..=3).map(|v| (v <= dim).then_some(v)).collect(),
+    ));
+    arrays
+}
+
+/// VTK's name of the type of `R`.
+fn value_type<R: Real>() -> &'static str {
+    if R::BYTES == 4 {
+        "Float32"
+    } else {
+        "Float64"
+    }
+}
+
+/// The node index range of `points` per axis, in VTK's `Extent` form (global indices).
+fn extent(points: &Points) -> String {
+    let Points::Grid { n, offset, .. } = points;
+    let range = |d: usize| format!("{} {}", offset[d], offset[d] + n[d] - 1);
+    format!("{} {} {}", range(0), range(1), range(2))
+}
+
+/// Writes the index (`.pvti`) of a grid of `whole` nodes per axis written as `pieces`, each a
+/// `.vti` of [`write_image_data`] (file name relative to the index, and its points): one dataset
+/// for ParaView and VTK. Pieces share their boundary nodes with their neighbours, so that no
+/// cell is missing between them.
+pub fn write_parallel_image_data<R: Real>(
+    path: &Path,
+    names: &[&str],
+    spacing: [f64; 3],
+    whole: Points,
+    pieces: &[(String, Points)],
+) -> io::Result<()> {
+    let Points::Grid { dim, .. } = whole;
+    let ty = value_type::<R>();
+    let h = spacing;
+    let mut xml = String::new();
+    xml += "<?xml version=\"1.0\"?>\n";
+    xml += "<VTKFile type=\"PImageData\" version=\"1.0\" byte_order=\"LittleEndian\" \
+            header_type=\"UInt64\">\n";
+    let _ = writeln!(
+        xml,
+        "  <PImageData WholeExtent=\"{}\" GhostLevel=\"0\" Origin=\"0 0 0\" \
+         Spacing=\"{} {} {}\">",
+        extent(&whole),
+        h[0],
+        h[1],
+        h[2]
+    );
+    let _ = writeln!(
+        xml,
+        "    <PPointData Scalars=\"{}\" Vectors=\"velocity\">",
+        names[0]
+    );
+    for (name, comps) in arrays(names, dim) {
+        let _ = writeln!(
+            xml,
+            "      <PDataArray type=\"{ty}\" Name=\"{name}\" NumberOfComponents=\"{}\"/>",
+            comps.len()
+        );
+    }
+    xml += "    </PPointData>\n";
+    for (file, points) in pieces {
+        let _ = writeln!(
+            xml,
+            "    <Piece Extent=\"{}\" Source=\"{file}\"/>",
+            extent(points)
+        );
+    }
+    xml += "  </PImageData>\n</VTKFile>\n";
+    file::write(path, xml)
 }
 
 /// `values` as the UInt64 little-endian integers of the file's `header_type`.
@@ -200,10 +275,7 @@ mod tests {
     fn round_trip<R: Real>(nodes: Vec<usize>, name: &str) -> Vec<(usize, bool)> {
         let mut n = [1; 3];
         n[..nodes.len()].copy_from_slice(&nodes);
-        let points = Points::Grid {
-            dim: nodes.len(),
-            n,
-        };
+        let points = Points::grid(nodes.len(), n);
         let names = &["p", "u", "v", "w"][..1 + nodes.len()];
         let vars = (0..names.len())
             .map(|v| {
@@ -254,5 +326,48 @@ mod tests {
             round_trip::<f64>(vec![128, 64], "f64"),
             [(2, true), (6, true)]
         );
+    }
+
+    #[test]
+    fn the_parallel_index_lists_the_arrays_and_each_piece_with_its_global_extent() {
+        let dir = std::env::temp_dir().join(format!("ferroflow-pvti-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("fields.pvti");
+        let piece = |offset: [usize; 3], n: [usize; 3]| Points::Grid { dim: 2, n, offset };
+        let pieces = [
+            ("fields/a.vti".to_string(), piece([0, 0, 0], [5, 9, 1])),
+            ("fields/b.vti".to_string(), piece([4, 0, 0], [4, 9, 1])),
+        ];
+        let whole = Points::grid(2, [8, 9, 1]);
+        write_parallel_image_data::<f32>(&path, &["p", "u", "v"], [0.5; 3], whole, &pieces)
+            .unwrap();
+        let xml = std::fs::read_to_string(&path).unwrap();
+        for line in [
+            "<VTKFile type=\"PImageData\"",
+            "<PImageData WholeExtent=\"0 7 0 8 0 0\" GhostLevel=\"0\" Origin=\"0 0 0\" \
+             Spacing=\"0.5 0.5 0.5\">",
+            "<PDataArray type=\"Float32\" Name=\"p\" NumberOfComponents=\"1\"/>",
+            "<PDataArray type=\"Float32\" Name=\"velocity\" NumberOfComponents=\"3\"/>",
+            "<Piece Extent=\"0 4 0 8 0 0\" Source=\"fields/a.vti\"/>",
+            "<Piece Extent=\"4 7 0 8 0 0\" Source=\"fields/b.vti\"/>",
+        ] {
+            assert!(xml.contains(line), "{line} missing from\n{xml}");
+        }
+        // A piece written on its own carries its global extent.
+        let snapshot = Snapshot {
+            points: pieces[1].1,
+            vars: vec![vec![0.0f32; 36]; 3],
+        };
+        write_image_data(
+            &dir.join("b.vti"),
+            &["p", "u", "v"],
+            [0.5; 3],
+            &snapshot,
+            false,
+        )
+        .unwrap();
+        let text = String::from_utf8_lossy(&std::fs::read(dir.join("b.vti")).unwrap()).to_string();
+        assert!(text.contains("<Piece Extent=\"4 7 0 8 0 0\">"), "{text}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -94,7 +94,8 @@ pub fn save<R: Real>(
     wall_seconds: f64,
     state: &Snapshot<R>,
 ) -> io::Result<()> {
-    let Points::Grid { dim, n } = state.points;
+    let Points::Grid { dim, n, offset } = state.points;
+    debug_assert_eq!(offset, [0; 3], "a checkpoint holds a whole grid");
     let w = width(R::NAME).expect("states are f32 or f64");
     let mut b = header(
         MAGIC,
@@ -262,7 +263,7 @@ impl Checkpoint {
         points: Points,
         vars: usize,
     ) -> Result<Snapshot<R>, CheckpointError> {
-        let Points::Grid { dim, n } = points;
+        let Points::Grid { dim, n, .. } = points;
         if self.precision != R::NAME {
             return Err(CheckpointError::Mismatch(format!(
                 "the checkpoint holds an {} state, the run is in {}",
@@ -464,10 +465,7 @@ mod tests {
     }
 
     fn points(layout: Layout) -> Points {
-        Points::Grid {
-            dim: layout.dim,
-            n: layout.n,
-        }
+        Points::grid(layout.dim, layout.n)
     }
 
     /// Whether `back` holds the node values of `state` bit for bit.

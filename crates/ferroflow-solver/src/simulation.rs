@@ -585,10 +585,7 @@ mod tests {
     /// An empty 5 x 5 grid's snapshot of `vars` variables.
     fn snapshot<R>(vars: usize) -> Snapshot<R> {
         Snapshot {
-            points: Points::Grid {
-                dim: 2,
-                n: [5, 5, 1],
-            },
+            points: Points::grid(2, [5, 5, 1]),
             vars: (0..vars).map(|_| Vec::new()).collect(),
         }
     }

@@ -15,7 +15,7 @@ use ferroflow_ac::Problem;
 use ferroflow_cases::post::{post_process, Results};
 use ferroflow_cases::summary::{write_profile, RunRecord, Summary};
 use ferroflow_cases::Case;
-use ferroflow_core::{Fields, Real};
+use ferroflow_core::{Fields, Points, Real};
 use ferroflow_io::file::naming;
 use ferroflow_io::table::write_json;
 use ferroflow_io::vtk;
@@ -42,13 +42,19 @@ pub const LOG_FILE: &str = "run.log";
 /// The summary: a directory with one holds a complete result set.
 const SUMMARY: &str = "summary.json";
 
+/// The directory of the final fields' pieces, one `.vti` per block, of a run over several
+/// processes (indexed by `fields.pvti`).
+pub const PIECES: &str = "fields";
+
 /// The files of a result set besides the snapshots `fields_<iteration>.vti`.
-const RESULT_FILES: [&str; 11] = [
+const RESULT_FILES: [&str; 13] = [
     SUMMARY,
     "residuals.csv",
     "centerline_u.csv",
     "centerline_v.csv",
     "fields.vti",
+    "fields.pvti",
+    PIECES,
     "fields.pvd",
     "residuals.png",
     "centerlines.png",
@@ -150,13 +156,16 @@ impl OutputDir {
 
     /// Writes the results of a run into the staging directory. `fields` (pressure referenced)
     /// are `None` after divergence: then only the summary and the residual history are
-    /// written, no fields or profiles.
+    /// written, no fields or profiles. `pieces`: see [`OutputDir::write_fields`].
     pub fn write_results<R: Real>(
         &self,
         run: &RunRecord<R>,
         fields: Option<&Fields<R>>,
+        pieces: Option<&[(String, Points)]>,
     ) -> io::Result<Summary> {
-        let results = fields.map(|f| self.write_fields(run, f)).transpose()?;
+        let results = fields
+            .map(|f| self.write_fields(run, f, pieces))
+            .transpose()?;
         let names = run.problem.variable_names();
         let history = &run.sim.history;
         write_residuals(&self.join("residuals.csv"), names, history)?;
@@ -168,24 +177,37 @@ impl OutputDir {
     }
 
     /// Writes the final fields (and the index of the snapshots with them), and what they show:
-    /// the centreline profiles and their plot.
-    fn write_fields<R: Real>(&self, run: &RunRecord<R>, fields: &Fields<R>) -> io::Result<Results> {
+    /// the centreline profiles and their plot. With `pieces` (a run over several processes,
+    /// each of which wrote its pieces into [`PIECES`]), the fields are their index
+    /// `fields.pvti`.
+    fn write_fields<R: Real>(
+        &self,
+        run: &RunRecord<R>,
+        fields: &Fields<R>,
+        pieces: Option<&[(String, Points)]>,
+    ) -> io::Result<Results> {
         let compress = run.case.output.compress;
         let (names, spacing) = (run.problem.variable_names(), run.problem.spacing);
-        let snapshot = fields.snapshot();
-        vtk::write_image_data(
-            &self.join("fields.vti"),
-            names,
-            spacing,
-            &snapshot,
-            compress,
-        )?;
+        let file = match pieces {
+            Some(pieces) => {
+                let whole = fields.snapshot().points;
+                let path = self.join("fields.pvti");
+                vtk::write_parallel_image_data::<R>(&path, names, spacing, whole, pieces)?;
+                "fields.pvti"
+            }
+            None => {
+                let snapshot = fields.snapshot();
+                let path = self.join("fields.vti");
+                vtk::write_image_data(&path, names, spacing, &snapshot, compress)?;
+                "fields.vti"
+            }
+        };
         if !self.snapshots.is_empty() {
             let mut all = self.snapshots.clone();
             if all.last().is_some_and(|(i, _)| *i == run.sim.iteration) {
                 all.pop();
             }
-            all.push((run.sim.iteration, "fields.vti".into()));
+            all.push((run.sim.iteration, file.into()));
             vtk::write_collection(&self.join("fields.pvd"), &all)?;
         }
         let results = post_process(run.case, run.problem, fields).map_err(io::Error::other)?;
@@ -214,12 +236,16 @@ impl OutputDir {
         }
         let new = names(staging)?;
         for name in new.iter().filter(|n| *n != SUMMARY) {
+            // A directory (the pieces) replaces the earlier set's whole.
+            if staging.join(name).is_dir() {
+                remove(&dir.join(name))?;
+            }
             fs::rename(staging.join(name), dir.join(name)).map_err(at(dir.join(name)))?;
         }
         for name in names(dir)? {
             let stale = name.to_str().is_some_and(is_result_file) && !new.contains(&name);
             if stale {
-                fs::remove_file(dir.join(&name)).map_err(at(dir.join(&name)))?;
+                remove(&dir.join(&name))?;
             }
         }
         fs::rename(staging.join(SUMMARY), &summary).map_err(at(summary))?;
@@ -228,6 +254,17 @@ impl OutputDir {
         fs::remove_dir_all(staging).map_err(at(staging.clone()))?;
         Ok(())
     }
+}
+
+/// Removes the file or directory `path`, if there is one.
+fn remove(path: &Path) -> io::Result<()> {
+    let removed = match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => fs::remove_dir_all(path),
+        Ok(_) => fs::remove_file(path),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    };
+    removed.map_err(|e| naming(path, e))
 }
 
 /// Names of the entries of directory `dir`.

@@ -15,10 +15,12 @@ use ferroflow_cases::summary::{RunRecord, Summary};
 use ferroflow_cases::Case;
 use ferroflow_core::{Backend, Fields, Points, Real, Solver};
 use ferroflow_io::file::naming;
+use ferroflow_io::vtk;
 use ferroflow_solver::checkpoint::{self, Checkpoint};
 use ferroflow_solver::Status;
 use ferroflow_solver::{Callback, Flow, RunError, Schedule, Simulation, SolveError, Stall};
 use std::ffi::{OsStr, OsString};
+use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -389,10 +391,7 @@ impl<'a, R: Real> Session<'a, R> {
                 checkpoint: ck,
                 file,
             }) => {
-                let points = Points::Grid {
-                    dim: problem.layout.dim,
-                    n: problem.layout.n,
-                };
+                let points = Points::grid(problem.layout.dim, problem.layout.n);
                 let state = ck
                     .state::<R>(points, problem.equations())
                     .map_err(|e| Failure::input(format!("--restart {}: {e}", file.display())))?;
@@ -445,7 +444,7 @@ impl<'a, R: Real> Session<'a, R> {
             Callback::new(Schedule::Iterations(output.field_interval), |p, backend| {
                 // The last fields are the results, not a snapshot.
                 if !p.last {
-                    let fields = referenced(problem, backend, world)?;
+                    let (fields, _) = referenced(problem, backend, world)?;
                     let iteration = p.iteration();
                     write_first(out, job, |out| {
                         out.write_snapshot(problem, &fields, iteration, output.compress)
@@ -523,9 +522,60 @@ impl<'a, R: Real> Session<'a, R> {
         Ok((status, outcome.stalled))
     }
 
-    /// The current state with pressure referenced, as results show it.
-    fn fields(&mut self) -> Result<Fields<R>, Failure> {
+    /// The current state with pressure referenced, as results show it, and the shift that
+    /// referenced it.
+    fn fields(&mut self) -> Result<(Fields<R>, R), Failure> {
         referenced(&self.problem, &mut *self.backend, self.job.world)
+    }
+
+    /// Over several processes: every process writes its pieces of the final fields (pressure
+    /// shifted by `shift`, as the fields are) as `.vti` files into the staging directory's
+    /// [`results::PIECES`]; returns the index of every process's pieces for `fields.pvti`.
+    /// `None` in one process.
+    fn write_pieces(&mut self, shift: R) -> Result<Option<Vec<(String, Points)>>, Failure> {
+        let world = self.job.world;
+        let size = world.rank_size().1;
+        if size < 2 {
+            return Ok(None);
+        }
+        let case = &self.job.loaded.case;
+        let d = case
+            .decomposition(size)
+            .map_err(|e| self.job.loaded.invalid(&e))?;
+        let file = |points: &Points| {
+            let Points::Grid {
+                offset: [i, j, k], ..
+            } = points;
+            format!("{}/piece_{i}_{j}_{k}.vti", results::PIECES)
+        };
+        let index = d
+            .extents()
+            .iter()
+            .map(|e| {
+                let points = ferroflow_ac::pieces::piece_points(&d, e);
+                (file(&points), points)
+            })
+            .collect();
+        let mine = self
+            .backend
+            .pieces()
+            .map_err(|e| world.fail_alone(Failure::runtime(e)));
+        let staging = self.job.out.join(results::STAGING);
+        let names = self.problem.variable_names();
+        let written = mine.and_then(|pieces| {
+            fs::create_dir_all(staging.join(results::PIECES))
+                .map_err(|e| Failure::runtime(naming(&staging.join(results::PIECES), e)))?;
+            for mut piece in pieces {
+                piece.vars[0].iter_mut().for_each(|x| *x = *x - shift);
+                let path = staging.join(file(&piece.points));
+                let (spacing, compress) = (self.problem.spacing, case.output.compress);
+                vtk::write_image_data(&path, names, spacing, &piece, compress)
+                    .map_err(Failure::runtime)?;
+            }
+            Ok(())
+        });
+        world.agree(written)?;
+        Ok(Some(index))
     }
 
     fn record(&self, status: Status) -> RunRecord<'_, R> {
@@ -548,7 +598,7 @@ impl<'a, R: Real> Session<'a, R> {
         let Some(out) = &self.out else {
             return Failure::diverged(error);
         };
-        if let Err(e) = out.write_results(&self.record(status), None) {
+        if let Err(e) = out.write_results(&self.record(status), None, None) {
             return Failure::runtime(e);
         }
         let path = out.join(checkpoint::FILE_NAME);
@@ -572,9 +622,13 @@ impl<'a, R: Real> Session<'a, R> {
     /// staging directory and fails with exit code 4 or 130.
     fn finish(mut self, status: Status, stall: Option<Stall>) -> Result<Option<Summary>, Failure> {
         self.report.finish();
-        let fields = self.fields()?;
+        let (fields, shift) = self.fields()?;
+        let pieces = self.write_pieces(shift)?;
         let written = (self.out.as_ref())
-            .map(|out| out.write_results(&self.record(status), Some(&fields)))
+            .map(|out| {
+                let run = self.record(status);
+                out.write_results(&run, Some(&fields), pieces.as_deref())
+            })
             .transpose();
         let summary = self.job.world.agree(written.map_err(Failure::runtime))?;
         let interrupted = status == Status::Interrupted;
@@ -677,15 +731,17 @@ fn download<R: Real>(
         .map_err(|e| world.fail_alone(Failure::runtime(e)))
 }
 
-/// The current state with pressure referenced, as results show it.
+/// The current state with pressure referenced, as results show it, and the shift that
+/// referenced it (the raw pressure at the reference node).
 fn referenced<R: Real>(
     problem: &Problem<R>,
     backend: &mut (impl Backend<Real = R> + ?Sized),
     world: &World,
-) -> Result<Fields<R>, Failure> {
+) -> Result<(Fields<R>, R), Failure> {
     let mut fields = download(backend, world)?;
+    let shift = fields.vars[0][problem.pressure_ref_offset()];
     problem.reference_pressure(&mut fields);
-    Ok(fields)
+    Ok((fields, shift))
 }
 
 /// The log's header: how to reproduce the run.

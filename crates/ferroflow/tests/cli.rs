@@ -1503,10 +1503,7 @@ fn bdc2d(dir: &Path, n: usize, args: &[&str], out: &str) -> (Option<i32>, String
     );
     let temperatures = checkpoint::load(&dir.join(out).join("checkpoint.ffcp"))
         .map(|ck| {
-            let points = Points::Grid {
-                dim: 2,
-                n: [n, n, 1],
-            };
+            let points = Points::grid(2, [n, n, 1]);
             ck.state::<f64>(points, 4).unwrap().vars.swap_remove(3)
         })
         .unwrap_or_default();

@@ -1,9 +1,11 @@
 //! `ferroflow run` under Open MPI's `mpirun` (feature `mpi`): the processes of a job write the
-//! fields of one process bit for bit into one output directory, report a failure once with
-//! one exit code, and all stop at a signal that reaches only one of them. They need mpirun and
-//! the feature, so `cargo test` ignores them; run with
+//! fields of one process bit for bit into one output directory (the final fields as one piece
+//! per block with their `fields.pvti`, which VTK reads as the one data set of one process),
+//! report a failure once with one exit code, and all stop at a signal that reaches only one of
+//! them. They need mpirun, the feature and VTK for Python (`FERROFLOW_VTK_PYTHON`), so
+//! `cargo test` ignores them; run with
 //! `cargo test -p ferroflow --features mpi --test mpi -- --ignored` (CI does), they fail where
-//! either is missing.
+//! one is missing.
 
 #[cfg(feature = "mpi")]
 mod common;
@@ -44,6 +46,28 @@ mod under_mpirun {
             .args(["-np", &np.to_string(), env!("CARGO_BIN_EXE_ferroflow")])
             .args(args);
         cmd
+    }
+
+    /// Reads the fields of run `dir` (`fields.pvti` and its pieces) with VTK itself
+    /// (tests/vtk_readback.py, with FERROFLOW_VTK_PYTHON) and checks every array equals, value
+    /// for value, the one-process run's in `one`.
+    fn read_back_as(one: &Path, dir: &Path, precision: &str) {
+        let python = std::env::var("FERROFLOW_VTK_PYTHON")
+            .expect("FERROFLOW_VTK_PYTHON must name a python with vtk (see README.md)");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vtk_readback.py");
+        let check = Command::new(python)
+            .arg(script)
+            .arg(dir)
+            .arg(precision)
+            .arg(one)
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
+        );
     }
 
     fn stderr(out: &Output) -> String {
@@ -111,8 +135,28 @@ mod under_mpirun {
             let log = fs::read_to_string(dir.join("run.log")).unwrap();
             assert!(log.contains(&format!("backend: {line}")), "{log}");
             assert_eq!(summary(&dir)["iterations"], 1000);
-            let files = ["fields.vti", "fields_00000401.vti", "centerline_v.csv"];
+            // The final fields as pieces, one per block, written where the block is.
+            assert!(!dir.join("fields.vti").exists());
+            let pieces = fs::read_dir(dir.join("fields")).unwrap().count();
+            assert_eq!(pieces, if np == 2 { 2 } else { 6 });
+            read_back_as(&tmp.path().join(&one), &dir, precision);
+            let files = ["fields_00000401.vti", "centerline_v.csv"];
             assert_same_files(&tmp.path().join(&one), &dir, files);
+            if np == 2 {
+                // A result set replaces the other kind whole: pieces by one file, and back.
+                cargo_bin_cmd!("ferroflow")
+                    .current_dir(tmp.path())
+                    .args(common)
+                    .args(["--precision", precision, "--out", precision])
+                    .assert()
+                    .success();
+                assert!(dir.join("fields.vti").exists());
+                assert!(!dir.join("fields.pvti").exists() && !dir.join("fields").exists());
+                let out = mpirun(tmp.path(), np, &args.concat()).output().unwrap();
+                assert!(out.status.success(), "{}", stderr(&out));
+                assert!(!dir.join("fields.vti").exists());
+                assert_eq!(fs::read_dir(dir.join("fields")).unwrap().count(), 2);
+            }
         }
     }
 
@@ -144,7 +188,8 @@ mod under_mpirun {
         let iterations = summary(&one)["iterations"].as_u64().unwrap();
         assert!(iterations < 1000, "{iterations}");
         assert_eq!(summary(&two)["iterations"], iterations);
-        assert_same_files(&one, &two, ["fields.vti", "centerline_u.csv"]);
+        read_back_as(&one, &two, "f64");
+        assert_same_files(&one, &two, ["centerline_u.csv"]);
     }
 
     #[test]
@@ -206,6 +251,6 @@ mod under_mpirun {
         assert_eq!(status.code(), Some(130));
         let s = summary(&out);
         assert_eq!(s["status"], "interrupted");
-        assert!(out.join("fields.vti").exists());
+        assert!(out.join("fields.pvti").exists() && out.join("fields").is_dir());
     }
 }

@@ -2,7 +2,8 @@
 
 Usage: python vtk_readback.py RUN_DIR PRECISION [REFERENCE_RUN_DIR]   (PRECISION: f64 or f32)
 
-Checks fields.vti and, if present, every data set listed in fields.pvd: grid size and spacing,
+Checks the final fields (fields.vti, or fields.pvti with its pieces from a run over several
+processes, read as one data set) and, if present, every data set listed in fields.pvd: grid size and spacing,
 array names, component counts, data type, value ranges (lid velocity, w = 0 in 2D, p = 0 at the
 reference node) and the u column at x = 0.5 against centerline_u.csv. With REFERENCE_RUN_DIR,
 every array must also equal, value for value, the one VTK reads from the same file there (the
@@ -19,7 +20,7 @@ import xml.etree.ElementTree as ET
 
 from vtkmodules.util.numpy_support import vtk_to_numpy
 from vtkmodules.vtkCommonCore import VTK_DOUBLE, VTK_FLOAT
-from vtkmodules.vtkIOXML import vtkXMLImageDataReader
+from vtkmodules.vtkIOXML import vtkXMLImageDataReader, vtkXMLPImageDataReader
 
 
 def fail(message):
@@ -28,7 +29,7 @@ def fail(message):
 
 
 def read(path, grid, precision):
-    reader = vtkXMLImageDataReader()
+    reader = vtkXMLPImageDataReader() if path.endswith(".pvti") else vtkXMLImageDataReader()
     reader.SetFileName(path)
     reader.Update()
     image = reader.GetOutput()
@@ -82,24 +83,32 @@ def check_values(path, arrays, grid, final):
             fail(f"{path}: u at x = 0.5 differs from centerline_u.csv")
 
 
+def final_fields(run):
+    """The final fields of a run: fields.pvti (pieces written by several processes) or fields.vti."""
+    pvti = os.path.join(run, "fields.pvti")
+    return pvti if os.path.exists(pvti) else os.path.join(run, "fields.vti")
+
+
 def main():
     run, precision = sys.argv[1], sys.argv[2]
     reference = sys.argv[3] if len(sys.argv) > 3 else None
     with open(os.path.join(run, "summary.json")) as f:
         grid = json.load(f)["grid"]
-    files = [(os.path.join(run, "fields.vti"), True)]
+    files = [(final_fields(run), True)]
     pvd = os.path.join(run, "fields.pvd")
     if os.path.exists(pvd):
         sets = ET.parse(pvd).getroot().find("Collection").findall("DataSet")
         steps = [int(s.get("timestep")) for s in sets]
-        if len(sets) < 2 or steps != sorted(steps) or sets[-1].get("file") != "fields.vti":
-            fail(f"{pvd}: expected several data sets in iteration order ending with fields.vti")
+        last = os.path.basename(files[0][0])
+        if len(sets) < 2 or steps != sorted(steps) or sets[-1].get("file") != last:
+            fail(f"{pvd}: expected several data sets in iteration order ending with {last}")
         files += [(os.path.join(run, s.get("file")), False) for s in sets[:-1]]
     for path, final in files:
         arrays = read(path, grid, precision)
         check_values(path, arrays, grid, final)
         if reference is not None:
-            other = read(os.path.join(reference, os.path.basename(path)), grid, precision)
+            there = final_fields(reference) if final else os.path.join(reference, os.path.basename(path))
+            other = read(there, grid, precision)
             for name, values in arrays.items():
                 if not (values == other[name]).all():
                     fail(f"{path}: {name} differs from the one in {reference}")
