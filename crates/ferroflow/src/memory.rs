@@ -93,6 +93,19 @@ pub fn available() -> Option<u64> {
     available_under(Path::new("/"))
 }
 
+/// The most memory this process has held resident so far (`VmHWM`), in bytes; None where
+/// `/proc/self/status` cannot be read.
+pub fn peak_resident() -> Option<u64> {
+    peak_resident_in(&fs::read_to_string("/proc/self/status").ok()?)
+}
+
+/// `VmHWM` of the text of a `/proc/<pid>/status`, in bytes.
+fn peak_resident_in(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
 /// [`available`] with `/proc` and `/sys/fs/cgroup` under `root`.
 fn available_under(root: &Path) -> Option<u64> {
     let meminfo = fs::read_to_string(root.join("proc/meminfo")).ok();
@@ -149,6 +162,15 @@ fn available_under(root: &Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peak_resident_memory_is_read_from_the_status_text() {
+        let status = "Name:\tferroflow\nVmPeak:\t  900 kB\nVmHWM:\t  123456 kB\nVmRSS:\t 1 kB\n";
+        assert_eq!(peak_resident_in(status), Some(123456 * 1024));
+        assert_eq!(peak_resident_in("Name:\tx\n"), None);
+        // This process has touched memory.
+        assert!(peak_resident().is_some_and(|b| b > 1 << 20));
+    }
 
     fn write(root: &Path, file: &str, text: &str) {
         let path = root.join(file);

@@ -187,7 +187,11 @@ pub fn job(args: RunArgs, world: &World) -> Result<Job<'_>, Failure> {
         (None, None) => Path::new("ferroflow-out").join(loaded.dir_name()),
     };
     // Checked again under the directory's lock; here, so that a refusal comes before set-up.
-    results::check_usable(&out, &loaded.case, args.overwrite)?;
+    // By the first process only: the check takes the lock for an instant, and two processes
+    // doing so at once would each see the other's as another run's.
+    if world.is_root() {
+        results::check_usable(&out, &loaded.case, args.overwrite)?;
+    }
     Ok(Job {
         loaded,
         out,
@@ -528,6 +532,21 @@ impl<'a, R: Real> Session<'a, R> {
         referenced(&self.problem, &mut *self.backend, self.job.world)
     }
 
+    /// Logs the most memory each process has held resident (NaN where it cannot be read).
+    fn log_peak_memory(&mut self) {
+        let mine = memory::peak_resident().map_or(f64::NAN, |b| b as f64);
+        let peaks = self.job.world.each(mine);
+        let mib: Vec<String> = peaks
+            .iter()
+            .map(|b| format!("{:.0}", b / (1u64 << 20) as f64))
+            .collect();
+        let which = if peaks.len() == 1 { "" } else { " per process" };
+        self.report.log(&format!(
+            "peak resident memory{which}: {} MiB",
+            mib.join(", ")
+        ));
+    }
+
     /// Over several processes: every process writes its pieces of the final fields (pressure
     /// shifted by `shift`, as the fields are) as `.vti` files into the staging directory's
     /// [`results::PIECES`]; returns the index of every process's pieces for `fields.pvti`.
@@ -631,6 +650,7 @@ impl<'a, R: Real> Session<'a, R> {
             })
             .transpose();
         let summary = self.job.world.agree(written.map_err(Failure::runtime))?;
+        self.log_peak_memory();
         let interrupted = status == Status::Interrupted;
         // Only a run that ends with exit code 0 replaces the earlier results.
         let kept = interrupted || status == Status::Stalled;

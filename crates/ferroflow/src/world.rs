@@ -73,6 +73,14 @@ impl World {
         values
     }
 
+    /// Every process's `value`, in process order (NaN stays in its own place).
+    pub fn each(&self, value: f64) -> Vec<f64> {
+        let (rank, size) = self.rank_size();
+        let mut values = vec![0.0; size];
+        values[rank] = value;
+        self.sum(values)
+    }
+
     /// Whether `flag` is set in any process.
     pub fn any(&self, flag: bool) -> bool {
         self.sum(vec![f64::from(u8::from(flag))])[0] > 0.0
