@@ -12,6 +12,13 @@
 //! halos cut from the neighbouring blocks' nodes), as each iteration does, so the continuation is
 //! still bitwise the same.
 //!
+//! Format 3 (`FFLOWCK3`, written by a run over several processes): the same up to the grid and
+//! its variable count, then instead of the values an index of piece files, each written by the
+//! process that holds its blocks ([`save_piece`]: magic `FFLOWPC1`, the piece's first global
+//! node and nodes per axis, variable count, values as in format 2, CRC-32): per piece its file
+//! name relative to the checkpoint, its first node, its nodes per axis and the file's CRC-32.
+//! No process gathers the state to write one; [`Checkpoint::state`] reads the pieces back.
+//!
 //! Format 1 (`FFLOWCK1`, written by earlier versions, still read): the same up to the grid,
 //! which also gives the array length, then the whole padded arrays (ghosts included) widened to
 //! f64; only their node values are used.
@@ -19,7 +26,7 @@ use crate::simulation::{HistoryRow, Simulation, StopCriteria};
 use ferroflow_core::{Layout, Points, Real, Snapshot};
 use std::fs;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 /// File name of the checkpoint in an output directory.
@@ -27,6 +34,12 @@ pub const FILE_NAME: &str = "checkpoint.ffcp";
 
 /// First bytes of a checkpoint: format name and version (the one written).
 const MAGIC: &[u8; 8] = b"FFLOWCK2";
+
+/// First bytes of a checkpoint of piece files (format 3).
+const MAGIC_PIECES: &[u8; 8] = b"FFLOWCK3";
+
+/// First bytes of a piece file of a format 3 checkpoint.
+const MAGIC_PIECE: &[u8; 8] = b"FFLOWPC1";
 
 /// First bytes of a format 1 checkpoint (whole padded arrays in f64).
 const MAGIC_V1: &[u8; 8] = b"FFLOWCK1";
@@ -52,8 +65,21 @@ pub struct Checkpoint {
     dim: usize,
     /// Nodes per axis (1 on axis 2 in 2D).
     n: [usize; 3],
-    /// The raw state's node values (pressure not referenced).
+    /// The raw state's node values (pressure not referenced); none in format 3.
     nodes: Nodes,
+    /// Format 3: the directory the piece files are named from, and the pieces.
+    pieces: Option<(PathBuf, Vec<PieceFile>)>,
+}
+
+/// One piece file of a format 3 checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PieceFile {
+    /// Path relative to the checkpoint's directory, `/`-separated.
+    pub file: String,
+    /// The piece's points.
+    pub points: Points,
+    /// CRC-32 of the whole file.
+    pub crc: u32,
 }
 
 /// Node values per variable in a snapshot's order, in the checkpoint's precision.
@@ -108,14 +134,65 @@ pub fn save<R: Real>(
     for x in [dim, n[0], n[1], n[2], state.vars.len()] {
         put_u64(&mut b, x);
     }
-    for var in &state.vars {
+    put_values(&mut b, &state.vars);
+    let crc = crc32fast::hash(&b);
+    b.extend_from_slice(&crc.to_le_bytes());
+    ferroflow_io::file::write(path, &b)
+}
+
+/// The values of `vars` in their precision (4 bytes a value in f32, 8 in f64).
+fn put_values<R: Real>(b: &mut Vec<u8>, vars: &[Vec<R>]) {
+    let w = width(R::NAME).expect("states are f32 or f64");
+    for var in vars {
         // Exact in either width: f32 values go through f64 and back.
         for v in var {
             match w {
                 4 => b.extend_from_slice(&(v.f64() as f32).to_le_bytes()),
-                _ => put_f64(&mut b, v.f64()),
+                _ => put_f64(b, v.f64()),
             }
         }
+    }
+}
+
+/// Writes the piece `state` of a format 3 checkpoint to `path`, atomically; returns the file's
+/// CRC-32 for the index.
+pub fn save_piece<R: Real>(path: &Path, state: &Snapshot<R>) -> io::Result<u32> {
+    let Points::Grid { dim, n, offset } = state.points;
+    let mut b = Vec::with_capacity(96 + R::BYTES * state.vars.len() * state.points.len());
+    b.extend_from_slice(MAGIC_PIECE);
+    for x in [dim, offset[0], offset[1], offset[2], n[0], n[1], n[2]] {
+        put_u64(&mut b, x);
+    }
+    put_u64(&mut b, state.vars.len());
+    put_values(&mut b, &state.vars);
+    let crc = crc32fast::hash(&b);
+    b.extend_from_slice(&crc.to_le_bytes());
+    ferroflow_io::file::write(path, &b)?;
+    Ok(crc32fast::hash(&b))
+}
+
+/// Writes the index of a format 3 checkpoint of `sim` to `path`, atomically: the grid `whole`
+/// with `vars` variables in precision `R`, held in `pieces` (written before by [`save_piece`]).
+pub fn save_index<R: Real>(
+    path: &Path,
+    case_toml: &str,
+    sim: &Simulation,
+    wall_seconds: f64,
+    (whole, vars): (Points, usize),
+    pieces: &[PieceFile],
+) -> io::Result<()> {
+    let Points::Grid { dim, n, .. } = whole;
+    let mut b = header(MAGIC_PIECES, case_toml, R::NAME, sim, wall_seconds, 0);
+    for x in [dim, n[0], n[1], n[2], vars, pieces.len()] {
+        put_u64(&mut b, x);
+    }
+    for p in pieces {
+        let Points::Grid { n, offset, .. } = p.points;
+        put_str(&mut b, &p.file);
+        for x in offset.into_iter().chain(n) {
+            put_u64(&mut b, x);
+        }
+        put_u64(&mut b, p.crc as usize);
     }
     let crc = crc32fast::hash(&b);
     b.extend_from_slice(&crc.to_le_bytes());
@@ -156,6 +233,7 @@ pub fn load(path: &Path) -> Result<Checkpoint, CheckpointError> {
     let bytes = fs::read(path)?;
     let version = match bytes.get(..MAGIC.len()) {
         Some(m) if m == MAGIC => 2,
+        Some(m) if m == MAGIC_PIECES => 3,
         Some(m) if m == MAGIC_V1 => 1,
         _ => return Err(CheckpointError::Corrupt("unknown format")),
     };
@@ -195,8 +273,30 @@ pub fn load(path: &Path) -> Result<Checkpoint, CheckpointError> {
     if dim == 2 {
         n[2] = 1;
     }
+    let mut pieces = None;
     let nodes = match version {
         1 => nodes_v1(&mut r, Layout::new(dim, n), count, w)?,
+        3 => {
+            let files = r.u64()?;
+            let index = r.many(files, |r| {
+                let file = r.str()?;
+                let [o0, o1, o2, n0, n1, n2, crc] = [(); 7].map(|_| r.u64());
+                let crc =
+                    u32::try_from(crc?).map_err(|_| CheckpointError::Corrupt("bad checksum"))?;
+                Ok(PieceFile {
+                    file,
+                    points: Points::Grid {
+                        dim,
+                        n: [n0?, n1?, n2?],
+                        offset: [o0?, o1?, o2?],
+                    },
+                    crc,
+                })
+            })?;
+            let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+            pieces = Some((dir, index));
+            Nodes::F64(vec![Vec::new(); count])
+        }
         _ => {
             let nodes = n[0]
                 .checked_mul(n[1])
@@ -222,6 +322,7 @@ pub fn load(path: &Path) -> Result<Checkpoint, CheckpointError> {
         dim,
         n,
         nodes,
+        pieces,
     })
 }
 
@@ -285,6 +386,9 @@ impl Checkpoint {
                 self.nodes.count()
             )));
         }
+        if let Some((dir, index)) = &self.pieces {
+            return assemble(dir, index, points, vars);
+        }
         // Exact: the precisions are the same.
         let vars = match &self.nodes {
             Nodes::F64(v) => convert(v),
@@ -311,6 +415,78 @@ impl Nodes {
             Nodes::F32(v) => v.len(),
         }
     }
+}
+
+/// The state at `points` (a whole grid) with `vars` variables from the piece files `index` in
+/// `dir`, each checked against its checksum in the index and its own.
+fn assemble<R: Real>(
+    dir: &Path,
+    index: &[PieceFile],
+    points: Points,
+    vars: usize,
+) -> Result<Snapshot<R>, CheckpointError> {
+    let Points::Grid { n: whole, .. } = points;
+    let mut values = vec![vec![R::zero(); points.len()]; vars];
+    let mut covered = vec![false; points.len()];
+    for piece in index {
+        let path = dir.join(&piece.file);
+        let bad =
+            |what: &str| CheckpointError::Mismatch(format!("piece {}: {what}", path.display()));
+        let bytes = fs::read(&path)
+            .map_err(|e| CheckpointError::Mismatch(format!("piece {}: {e}", path.display())))?;
+        if crc32fast::hash(&bytes) != piece.crc {
+            return Err(bad(
+                "its checksum differs from the one the checkpoint recorded",
+            ));
+        }
+        if bytes.len() < MAGIC_PIECE.len() + 4 || &bytes[..MAGIC_PIECE.len()] != MAGIC_PIECE {
+            return Err(bad("not a piece file"));
+        }
+        let (body, crc) = bytes.split_at(bytes.len() - 4);
+        if crc32fast::hash(body).to_le_bytes() != crc {
+            return Err(bad("checksum mismatch"));
+        }
+        let mut r = Reader(&body[MAGIC_PIECE.len()..]);
+        let head = [(); 8].map(|_| r.u64());
+        let [_, o0, o1, o2, n0, n1, n2, count] = head.map(|x| x.unwrap_or(usize::MAX));
+        let Points::Grid { n, offset, .. } = piece.points;
+        if [o0, o1, o2] != offset || [n0, n1, n2] != n || count != vars {
+            return Err(bad(
+                "its grid or variables differ from the checkpoint's index",
+            ));
+        }
+        if (0..3).any(|a| offset[a] + n[a] > whole[a]) {
+            return Err(bad("it lies outside the grid"));
+        }
+        let len = n.iter().product();
+        for var in values.iter_mut() {
+            let piece_values: Vec<f64> = match R::BYTES {
+                4 => r.f32s(len)?.into_iter().map(f64::from).collect(),
+                _ => r.f64s(len)?,
+            };
+            let mut at = piece_values.into_iter();
+            for k in 0..n[2] {
+                for j in 0..n[1] {
+                    for i in 0..n[0] {
+                        let g =
+                            offset[0] + i + whole[0] * (offset[1] + j + whole[1] * (offset[2] + k));
+                        var[g] = R::of(at.next().expect("checked length"));
+                        covered[g] = true;
+                    }
+                }
+            }
+        }
+        if !r.0.is_empty() {
+            return Err(bad("trailing bytes"));
+        }
+    }
+    if covered.iter().any(|c| !c) {
+        return Err(CheckpointError::Corrupt("its pieces do not cover the grid"));
+    }
+    Ok(Snapshot {
+        points,
+        vars: values,
+    })
 }
 
 /// `vars` in precision `R`.
@@ -584,5 +760,89 @@ mod tests {
         assert!((0..17).all(|i| state.at(1, i, 16, 0) == 1.0));
         assert_eq!(state.first_non_finite(), None);
         assert!(ck.state::<f32>(points(layout), 3).is_err());
+    }
+
+    /// The box of `state` (a whole grid) from `offset`, `n` nodes per axis.
+    fn cut<R: Real>(state: &Snapshot<R>, offset: [usize; 3], n: [usize; 3]) -> Snapshot<R> {
+        let Points::Grid { dim, n: whole, .. } = state.points;
+        let vars = state
+            .vars
+            .iter()
+            .map(|v| {
+                let mut out = Vec::new();
+                for k in 0..n[2] {
+                    for j in 0..n[1] {
+                        for i in 0..n[0] {
+                            let (x, y, z) = (offset[0] + i, offset[1] + j, offset[2] + k);
+                            out.push(v[x + whole[0] * (y + whole[1] * z)]);
+                        }
+                    }
+                }
+                out
+            })
+            .collect();
+        Snapshot {
+            points: Points::Grid { dim, n, offset },
+            vars,
+        }
+    }
+
+    #[test]
+    fn a_checkpoint_of_pieces_gives_the_state_back_and_names_a_bad_piece() {
+        let dir = temp_dir("pieces");
+        let layout = Layout::new(3, [6, 7, 5]);
+        let whole = random(layout, 0x5eed, f64::from_bits).snapshot();
+        // Two pieces sharing the layer x = 3, as a run's pieces do.
+        let parts = [
+            cut(&whole, [0, 0, 0], [4, 7, 5]),
+            cut(&whole, [3, 0, 0], [3, 7, 5]),
+        ];
+        fs::create_dir_all(dir.join("checkpoint/3")).unwrap();
+        let index: Vec<PieceFile> = parts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let file = format!("checkpoint/3/piece_{i}.ffcp");
+                let crc = save_piece(&dir.join(&file), p).unwrap();
+                PieceFile {
+                    file,
+                    points: p.points,
+                    crc,
+                }
+            })
+            .collect();
+        let sim = simulation();
+        let path = dir.join(FILE_NAME);
+        let grid = (whole.points, 3);
+        save_index::<f64>(&path, "[grid]\n", &sim, 1.5, grid, &index).unwrap();
+        let ck = load(&path).unwrap();
+        assert_eq!((ck.version, ck.simulation(sim.stop)), (3, sim.clone()));
+        let back = ck.state::<f64>(whole.points, 3).unwrap();
+        let bits = |s: &Snapshot<f64>| -> Vec<u64> {
+            s.vars.iter().flatten().map(|x| x.to_bits()).collect()
+        };
+        assert_eq!(bits(&back), bits(&whole));
+        assert!(mismatch(ck.state::<f32>(whole.points, 3)));
+        assert!(mismatch(ck.state::<f64>(whole.points, 4)));
+
+        // A damaged piece is named; so is a missing one.
+        let piece = dir.join("checkpoint/3/piece_1.ffcp");
+        let mut bytes = fs::read(&piece).unwrap();
+        bytes[80] ^= 1;
+        fs::write(&piece, &bytes).unwrap();
+        let e = ck.state::<f64>(whole.points, 3).unwrap_err().to_string();
+        assert!(e.contains("piece_1.ffcp") && e.contains("checksum"), "{e}");
+        fs::remove_file(&piece).unwrap();
+        let e = ck.state::<f64>(whole.points, 3).unwrap_err().to_string();
+        assert!(e.contains("piece_1.ffcp"), "{e}");
+
+        // Pieces that leave nodes out are refused.
+        save_index::<f64>(&path, "[grid]\n", &sim, 1.5, grid, &index[..1]).unwrap();
+        let ck = load(&path).unwrap();
+        assert!(matches!(
+            ck.state::<f64>(whole.points, 3),
+            Err(CheckpointError::Corrupt(_))
+        ));
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

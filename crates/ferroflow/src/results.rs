@@ -47,7 +47,7 @@ const SUMMARY: &str = "summary.json";
 pub const PIECES: &str = "fields";
 
 /// The files of a result set besides the snapshots `fields_<iteration>.vti`.
-const RESULT_FILES: [&str; 13] = [
+const RESULT_FILES: [&str; 14] = [
     SUMMARY,
     "residuals.csv",
     "centerline_u.csv",
@@ -61,7 +61,12 @@ const RESULT_FILES: [&str; 13] = [
     LOG_FILE,
     CASE_FILE,
     checkpoint::FILE_NAME,
+    CHECKPOINT_PIECES,
 ];
+
+/// The directory of a run over several processes' checkpoint pieces (`<iteration>/`, one
+/// generation kept), indexed by the checkpoint file.
+pub const CHECKPOINT_PIECES: &str = "checkpoint";
 
 /// A run's output directory, locked, with its staging directory and the field snapshots
 /// written to it so far.

@@ -13,7 +13,7 @@ use ferroflow_cases::case::{BackendKind, MethodKind, Model, Precision};
 use ferroflow_cases::resolvable::check_resolvable;
 use ferroflow_cases::summary::{RunRecord, Summary};
 use ferroflow_cases::Case;
-use ferroflow_core::{Backend, Fields, Points, Real, Solver};
+use ferroflow_core::{Backend, Fields, Layout, Points, Real, Solver};
 use ferroflow_io::file::naming;
 use ferroflow_io::vtk;
 use ferroflow_solver::checkpoint::{self, Checkpoint};
@@ -472,6 +472,13 @@ impl<'a, R: Real> Session<'a, R> {
                         return Ok(Flow::Continue);
                     }
                     let start = Instant::now();
+                    if world.rank_size().1 > 1 {
+                        let wall = earlier + p.elapsed;
+                        let at = (p.sim, wall, resolved.as_str());
+                        checkpoint_pieces(job, problem, backend, at, checkpoint_path.as_deref())?;
+                        throttle = Some((Instant::now(), start.elapsed()));
+                        return Ok(Flow::Continue);
+                    }
                     // The raw state (pressure as the backend keeps it), so that the
                     // continuation is bitwise the same.
                     let state = download(backend, world)?;
@@ -739,6 +746,100 @@ impl From<Failure> for Halt {
     fn from(failure: Failure) -> Halt {
         Halt::Failed(failure)
     }
+}
+
+/// The checkpoint of a run over several processes, without gathering the state: every process
+/// checks the bounds of its pieces of the raw state and writes them into the staging
+/// directory's `checkpoint/<iteration>/`; then the first writes the index (`path`: where it
+/// has the output directory) with every piece's checksum, and removes the earlier generation.
+fn checkpoint_pieces<R: Real>(
+    job: &Job,
+    problem: &Problem<R>,
+    backend: &mut (impl Backend<Real = R> + ?Sized),
+    (sim, wall_seconds, resolved): (&Simulation, f64, &str),
+    path: Option<&Path>,
+) -> Result<(), Halt> {
+    let world = job.world;
+    let size = world.rank_size().1;
+    let mut pieces = backend
+        .pieces()
+        .map_err(|e| world.fail_alone(Failure::runtime(e)))?;
+    // Only a physical state is kept: a checkerboard the residuals do not show ends the run
+    // here, with the last good checkpoint.
+    let mut unstable = None;
+    for piece in &mut pieces {
+        // The piece's values as a grid of their own, for the check.
+        let Points::Grid { dim, n, offset } = piece.points;
+        piece.points = Points::grid(dim, n);
+        let fields = Fields::from_snapshot(Layout::new(dim, n), piece);
+        piece.points = Points::Grid { dim, n, offset };
+        let fields = fields.expect("a piece holds a value per point");
+        if let Err(mut e) = problem.check_bounds(&fields) {
+            e.node = [0, 1, 2].map(|a| e.node[a] + offset[a]);
+            unstable.get_or_insert(format!("unstable at iteration {}: {e}", sim.iteration));
+        }
+    }
+    if world.any(unstable.is_some()) {
+        return Err(Halt::Unstable(unstable.unwrap_or_else(|| {
+            format!("unstable at iteration {} in another process", sim.iteration)
+        })));
+    }
+    let d = (job.loaded.case.decomposition(size)).map_err(|e| job.loaded.invalid(&e))?;
+    let generation = format!("{}/{}", results::CHECKPOINT_PIECES, sim.iteration);
+    let dir = job.out.join(results::STAGING).join(&generation);
+    let extents = d.extents();
+    let mut crcs = vec![0.0; extents.len()];
+    let file = |points: &Points| {
+        let Points::Grid {
+            offset: [i, j, k], ..
+        } = points;
+        format!("{generation}/piece_{i}_{j}_{k}.ffcp")
+    };
+    let all: Vec<Points> = (extents.iter())
+        .map(|e| ferroflow_ac::pieces::piece_points(&d, e))
+        .collect();
+    let written = fs::create_dir_all(&dir)
+        .map_err(|e| naming(&dir, e))
+        .and_then(|()| {
+            for piece in &pieces {
+                let path = job.out.join(results::STAGING).join(file(&piece.points));
+                let crc = checkpoint::save_piece(&path, piece)?;
+                let at = all.iter().position(|p| *p == piece.points);
+                crcs[at.expect("a piece of the decomposition")] = crc as f64;
+            }
+            Ok(())
+        });
+    world.agree(written.map_err(Failure::runtime))?;
+    // Checksums are below 2^32: exact in f64, and each is summed with zeros only.
+    let crcs = world.sum(crcs);
+    let index = path.map_or(Ok(()), |path| {
+        let index: Vec<checkpoint::PieceFile> = (all.iter().zip(&crcs))
+            .map(|(points, crc)| checkpoint::PieceFile {
+                file: file(points),
+                points: *points,
+                crc: *crc as u32,
+            })
+            .collect();
+        let whole = (
+            Points::grid(problem.layout.dim, problem.layout.n),
+            problem.equations(),
+        );
+        checkpoint::save_index::<R>(path, resolved, sim, wall_seconds, whole, &index)?;
+        // The earlier generations: the index no longer names them.
+        let pieces = job
+            .out
+            .join(results::STAGING)
+            .join(results::CHECKPOINT_PIECES);
+        for entry in fs::read_dir(&pieces)? {
+            let entry = entry?;
+            if entry.file_name().to_str() != Some(&sim.iteration.to_string()) {
+                fs::remove_dir_all(entry.path()).map_err(|e| naming(&entry.path(), e))?;
+            }
+        }
+        Ok::<_, io::Error>(())
+    });
+    world.agree(index.map_err(Failure::runtime))?;
+    Ok(())
 }
 
 /// The current state, gathered from every process (pressure as the backend keeps it).

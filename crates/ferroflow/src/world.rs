@@ -63,7 +63,7 @@ impl World {
     }
 
     /// `values` summed over the processes.
-    fn sum(&self, values: Vec<f64>) -> Vec<f64> {
+    pub fn sum(&self, values: Vec<f64>) -> Vec<f64> {
         #[cfg(feature = "mpi")]
         if let Some(mpi) = &self.mpi {
             let mut values = values;

@@ -160,6 +160,79 @@ mod under_mpirun {
         }
     }
 
+    /// A checkpoint of several processes is written in pieces, one per block, by the process
+    /// holding it (one generation kept), and a run restarted from it in any number of
+    /// processes continues bit for bit.
+    #[test]
+    #[ignore = "needs mpirun: run with --ignored, see README.md"]
+    fn a_checkpoint_in_pieces_restarts_bit_for_bit_in_any_process_count() {
+        let tmp = TempDir::new().unwrap();
+        let common = [
+            "run",
+            "-q",
+            "--set",
+            "mesh.nodes=[33,33]",
+            "--set",
+            "numerics.method=\"explicit\"",
+            "--set",
+            "numerics.tolerance=1e-30",
+        ];
+        let until = |n: usize| format!("numerics.max_iterations={n}");
+        cargo_bin_cmd!("ferroflow")
+            .current_dir(tmp.path())
+            .args(common)
+            .args(["--set", &until(600), "--out", "whole"])
+            .assert()
+            .success();
+        let first = [
+            &common[..],
+            &[
+                "--set",
+                &until(300),
+                "--set",
+                "output.checkpoint_interval=100",
+            ],
+            &["--out", "two"],
+        ];
+        let out = mpirun(tmp.path(), 2, &first.concat()).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let two = tmp.path().join("two");
+        let index = fs::read(two.join("checkpoint.ffcp")).unwrap();
+        assert_eq!(&index[..8], b"FFLOWCK3");
+        let generations: Vec<_> = fs::read_dir(two.join("checkpoint"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(generations, ["300"]);
+        assert_eq!(fs::read_dir(two.join("checkpoint/300")).unwrap().count(), 2);
+        let more = until(600);
+        let restart = |np: usize, out: &str, blocks: &[&str]| {
+            let args = [
+                &["run", "-q", "--restart", "two/checkpoint.ffcp"][..],
+                &["--set", &more, "--out", out],
+                blocks,
+            ]
+            .concat();
+            if np == 1 {
+                cargo_bin_cmd!("ferroflow")
+                    .current_dir(tmp.path())
+                    .args(&args)
+                    .assert()
+                    .success();
+            } else {
+                let out = mpirun(tmp.path(), np, &args).output().unwrap();
+                assert!(out.status.success(), "{}", stderr(&out));
+            }
+        };
+        let whole = tmp.path().join("whole");
+        restart(2, "two-more", &[]);
+        read_back_as(&whole, &tmp.path().join("two-more"), "f64");
+        restart(1, "one-more", &[]);
+        assert_same_files(&whole, &tmp.path().join("one-more"), ["fields.vti"]);
+        restart(3, "three-more", &["--blocks", "3,1"]);
+        read_back_as(&whole, &tmp.path().join("three-more"), "f64");
+    }
+
     /// The implicit method couples the processes' blocks as the blocks of one process: with
     /// two blocks the gauge's two sums are added in either order with the same bits.
     #[test]
