@@ -21,7 +21,8 @@ pub struct Decomposed<B: BlockBackend, T> {
     /// The block holding the pressure reference node, and the node's offset there.
     reference: (usize, usize),
     equations: usize,
-    initial: Fields<B::Real>,
+    /// The whole grid's layout (no process holds its state).
+    layout: Layout,
     name: &'static str,
     /// Whether the problem asks for the implicit method.
     implicit: bool,
@@ -100,7 +101,7 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Decomposed<B, T
             transport,
             reference: (owner, layout.index(i, j, k)),
             equations: problem.equations(),
-            initial: problem.initial.clone(),
+            layout: problem.layout,
             name,
             implicit,
         })
@@ -255,13 +256,13 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Backend for Dec
     }
 
     fn layout(&self) -> Layout {
-        self.initial.layout
+        self.layout
     }
 
     /// Every process gets the whole grid: each block's owner shares it.
     fn download(&mut self) -> Result<Fields<R>, BackendError> {
         let (d, count) = (&self.decomposition, self.extents.len());
-        d.gather(&self.initial, |e| {
+        d.gather(self.equations, |e| {
             let mut f = match self.blocks.iter_mut().find(|(id, _)| *id == e.id) {
                 Some((_, b)) => b.download()?,
                 None => Fields::zeros(e.layout(d.dim), self.equations),

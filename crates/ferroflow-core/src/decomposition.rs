@@ -375,15 +375,15 @@ impl Decomposition {
 
 /// What the drivers of a decomposed grid share, whatever runs the blocks.
 impl Decomposition {
-    /// The whole grid's state: a copy of `initial` (which supplies what no block owns, the
-    /// ghosts beyond the walls) with the nodes of every block, in order, pasted from
-    /// `block(extent)`.
+    /// The whole grid's state of `vars` variables: the nodes of every block, in order, pasted
+    /// from `block(extent)` (what no block owns, the ghosts beyond the walls, is zero). Held
+    /// only while asked for: a driver keeps no copy of the whole grid.
     pub fn gather<R: Real>(
         &self,
-        initial: &Fields<R>,
+        vars: usize,
         mut block: impl FnMut(&BlockExtent) -> Result<Fields<R>, BackendError>,
     ) -> Result<Fields<R>, BackendError> {
-        let mut whole = initial.clone();
+        let mut whole = Fields::zeros(self.layout(), vars);
         for e in self.extents() {
             let f = block(&e)?;
             self.paste(&mut whole, &e, &f);
@@ -549,14 +549,11 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        let initial = Fields::zeros(layout, 2);
-        let back = d
-            .gather(&initial, |e| Ok(cuts[e.id].take().unwrap()))
-            .unwrap();
+        let back = d.gather(2, |e| Ok(cuts[e.id].take().unwrap())).unwrap();
         for v in 0..2 {
             layout.for_each_node(|_, _, _, o| assert_eq!(back.vars[v][o], whole.vars[v][o]));
         }
-        // Ghosts beyond the walls come from the initial state.
+        // Ghosts beyond the walls are zero.
         assert_eq!(back.vars[0][0], 0.0);
         for wrong in [
             Fields::<f64>::zeros(layout, 3),

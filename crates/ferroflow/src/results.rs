@@ -195,7 +195,7 @@ impl OutputDir {
         let (names, spacing) = (run.problem.variable_names(), run.problem.spacing);
         let file = match pieces {
             Some(pieces) => {
-                let whole = fields.snapshot().points;
+                let whole = Points::grid(fields.layout.dim, fields.layout.n);
                 let path = self.join("fields.pvti");
                 vtk::write_parallel_image_data::<R>(&path, names, spacing, whole, pieces)?;
                 "fields.pvti"

@@ -89,7 +89,8 @@ pub struct MultiGpu<R: Real> {
     /// Owner block of the pressure reference node.
     reference: usize,
     equations: usize,
-    initial: Fields<R>,
+    /// The whole grid's layout.
+    layout: Layout,
     parity: usize,
     /// Whether every pair of devices in use has peer access.
     peer_access: bool,
@@ -179,7 +180,7 @@ impl<R: Real> MultiGpu<R> {
             options: options.clone(),
             reference,
             equations: problem.equations(),
-            initial: problem.initial.clone(),
+            layout: problem.layout,
             parity: 0,
             peer_access,
         })
@@ -386,14 +387,14 @@ impl<R: Real> Backend for MultiGpu<R> {
     }
 
     fn layout(&self) -> Layout {
-        self.initial.layout
+        self.layout
     }
 
     fn download(&mut self) -> Result<Fields<R>, BackendError> {
         // `new` sets up every block in order: block `id` is `blocks[id]`.
         let blocks = &mut self.blocks;
         self.decomposition
-            .gather(&self.initial, |e| blocks[e.id].backend.download())
+            .gather(self.equations, |e| blocks[e.id].backend.download())
     }
 
     fn upload(&mut self, fields: &Fields<R>) -> Result<(), BackendError> {
