@@ -3,7 +3,9 @@ use crate::blocks::block_problem;
 use crate::implicit::GaugeSums;
 use crate::{BlockBackend, Method, Problem};
 use ferroflow_core::decomposition::{BlockExtent, Decomposition, Face};
-use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals, Side, Snapshot};
+use ferroflow_core::{
+    Backend, BackendError, Fields, Layout, Points, Real, Residuals, Side, Snapshot,
+};
 use ferroflow_parallel::{Halo, Transport};
 use rayon::prelude::*;
 
@@ -289,5 +291,32 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Backend for Dec
             local.push((self.extents[*id], b.download()?));
         }
         crate::pieces::pieces(&self.decomposition, local, &mut self.transport)
+    }
+
+    fn piece_points(&self) -> Vec<Points> {
+        let d = &self.decomposition;
+        let extents = self.blocks.iter().map(|(id, _)| &self.extents[*id]);
+        extents.map(|e| crate::pieces::piece_points(d, e)).collect()
+    }
+
+    /// Each block from its own piece, then one halo exchange: every halo value comes from the
+    /// block that owns it, as after an iteration.
+    fn restore_pieces(&mut self, pieces: &[Snapshot<R>]) -> Result<(), BackendError> {
+        let expected = Backend::piece_points(self);
+        let got: Vec<Points> = pieces.iter().map(|p| p.points).collect();
+        if got != expected || pieces.iter().any(|p| p.vars.len() != self.equations) {
+            return Err(failed(format!(
+                "pieces at {got:?} restored into blocks whose pieces are {expected:?}"
+            )));
+        }
+        let dim = self.decomposition.dim;
+        for ((id, b), piece) in self.blocks.iter_mut().zip(pieces) {
+            b.upload(&crate::pieces::block_from_piece(
+                &self.extents[*id],
+                dim,
+                piece,
+            ))?;
+        }
+        self.exchange(Halos::State)
     }
 }

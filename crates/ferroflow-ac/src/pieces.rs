@@ -34,6 +34,26 @@ pub fn piece_points(d: &Decomposition, e: &BlockExtent) -> Points {
     }
 }
 
+/// Block `e`'s state (layout of its extent, `vars` variables) with the values of its piece
+/// (see [`piece_points`]) at their nodes and zero elsewhere: the halos below it are the
+/// exchange's to fill.
+pub fn block_from_piece<R: Real>(e: &BlockExtent, dim: usize, piece: &Snapshot<R>) -> Fields<R> {
+    let (first, _) = owned(e);
+    let Points::Grid { n, .. } = piece.points;
+    let mut f = Fields::zeros(e.layout(dim), piece.vars.len());
+    for (var, values) in f.vars.iter_mut().zip(&piece.vars) {
+        for (v, [i, j, k]) in values.iter().zip(nodes(n)) {
+            let o = f.layout.index(
+                (first[0] + i) as isize,
+                (first[1] + j) as isize,
+                (first[2] + k) as isize,
+            );
+            var[o] = *v;
+        }
+    }
+    f
+}
+
 /// Position of node `ijk` in a box of `n` nodes per axis, x fastest.
 fn at(n: [usize; 3], ijk: [usize; 3]) -> usize {
     ijk[0] + n[0] * (ijk[1] + n[1] * ijk[2])

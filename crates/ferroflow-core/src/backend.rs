@@ -1,4 +1,4 @@
-use crate::{BackendError, Fields, Layout, Real, Snapshot};
+use crate::{BackendError, Fields, Layout, Points, Real, Snapshot};
 
 /// Sums of squared residuals (pseudo-time derivatives) of one iteration, per equation.
 /// Accumulated in f64 in a fixed order, so they do not depend on the thread count.
@@ -75,5 +75,23 @@ pub trait Backend {
     /// the whole state.
     fn pieces(&mut self) -> Result<Vec<Snapshot<Self::Real>>, BackendError> {
         Ok(vec![self.download()?.snapshot()])
+    }
+
+    /// The points of [`Backend::pieces`], without the values.
+    fn piece_points(&self) -> Vec<Points> {
+        let l = self.layout();
+        vec![Points::grid(l.dim, l.n)]
+    }
+
+    /// Replaces the current state with `pieces`, those of [`Backend::piece_points`] in order
+    /// (see [`crate::Solver::restore_pieces`]): by default the whole state, one piece.
+    fn restore_pieces(&mut self, pieces: &[Snapshot<Self::Real>]) -> Result<(), BackendError> {
+        match pieces {
+            [whole] => crate::Solver::restore(self, whole),
+            _ => Err(BackendError::NotSuitable {
+                backend: self.name(),
+                what: format!("a state in {} pieces", pieces.len()),
+            }),
+        }
     }
 }

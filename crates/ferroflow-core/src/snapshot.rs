@@ -76,6 +76,13 @@ pub trait Solver {
     fn pieces(&mut self) -> Result<Vec<Snapshot<Self::Real>>, BackendError> {
         Ok(vec![self.snapshot()?])
     }
+
+    /// The points of [`Solver::pieces`], without the values.
+    fn piece_points(&self) -> Vec<Points>;
+
+    /// Replaces the current state (restart) with `pieces`, this process's pieces as
+    /// [`Solver::piece_points`] lists them, in that order.
+    fn restore_pieces(&mut self, pieces: &[Snapshot<Self::Real>]) -> Result<(), BackendError>;
 }
 
 impl<B: Backend + ?Sized> Solver for B {
@@ -105,6 +112,14 @@ impl<B: Backend + ?Sized> Solver for B {
 
     fn pieces(&mut self) -> Result<Vec<Snapshot<B::Real>>, BackendError> {
         Backend::pieces(self)
+    }
+
+    fn piece_points(&self) -> Vec<Points> {
+        Backend::piece_points(self)
+    }
+
+    fn restore_pieces(&mut self, pieces: &[Snapshot<B::Real>]) -> Result<(), BackendError> {
+        Backend::restore_pieces(self, pieces)
     }
 }
 

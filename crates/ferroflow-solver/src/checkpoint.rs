@@ -364,6 +364,20 @@ impl Checkpoint {
         points: Points,
         vars: usize,
     ) -> Result<Snapshot<R>, CheckpointError> {
+        self.state_checks::<R>(points, vars)?;
+        if let Some((dir, index)) = &self.pieces {
+            return assemble(dir, index, points, vars);
+        }
+        // Exact: the precisions are the same.
+        let vars = match &self.nodes {
+            Nodes::F64(v) => convert(v),
+            Nodes::F32(v) => convert(v),
+        };
+        Ok(Snapshot { points, vars })
+    }
+
+    /// Whether the checkpoint's precision, grid and variable count are the run's.
+    fn state_checks<R: Real>(&self, points: Points, vars: usize) -> Result<(), CheckpointError> {
         let Points::Grid { dim, n, .. } = points;
         if self.precision != R::NAME {
             return Err(CheckpointError::Mismatch(format!(
@@ -386,15 +400,37 @@ impl Checkpoint {
                 self.nodes.count()
             )));
         }
-        if let Some((dir, index)) = &self.pieces {
-            return assemble(dir, index, points, vars);
-        }
-        // Exact: the precisions are the same.
-        let vars = match &self.nodes {
-            Nodes::F64(v) => convert(v),
-            Nodes::F32(v) => convert(v),
+        Ok(())
+    }
+
+    /// A checkpoint of pieces whose index holds exactly the pieces `wanted` (of a grid of
+    /// `points`, `vars` variables) among its own: those pieces in precision `R`, in the order
+    /// of `wanted`. `None` if the checkpoint is not of pieces or was cut otherwise (then
+    /// [`Checkpoint::state`] assembles the whole grid).
+    pub fn pieces_at<R: Real>(
+        &self,
+        points: Points,
+        vars: usize,
+        wanted: &[Points],
+    ) -> Result<Option<Vec<Snapshot<R>>>, CheckpointError> {
+        let Some((dir, index)) = &self.pieces else {
+            return Ok(None);
         };
-        Ok(Snapshot { points, vars })
+        let found: Option<Vec<&PieceFile>> = wanted
+            .iter()
+            .map(|w| index.iter().find(|p| p.points == *w))
+            .collect();
+        let Some(found) = found else {
+            return Ok(None);
+        };
+        // The same checks as for the whole state.
+        self.state_checks::<R>(points, vars)?;
+        let Points::Grid { n: whole, .. } = points;
+        found
+            .into_iter()
+            .map(|p| read_piece(dir, p, whole, vars))
+            .collect::<Result<_, _>>()
+            .map(Some)
     }
 
     /// The driver's record, continuing under `stop`.
@@ -417,8 +453,62 @@ impl Nodes {
     }
 }
 
+/// The piece `piece` of the index, from its file in `dir` (a grid of `whole` nodes per axis,
+/// `vars` variables), checked against the index's checksum and its own.
+fn read_piece<R: Real>(
+    dir: &Path,
+    piece: &PieceFile,
+    whole: [usize; 3],
+    vars: usize,
+) -> Result<Snapshot<R>, CheckpointError> {
+    let path = dir.join(&piece.file);
+    let bad = |what: &str| CheckpointError::Mismatch(format!("piece {}: {what}", path.display()));
+    let bytes = fs::read(&path)
+        .map_err(|e| CheckpointError::Mismatch(format!("piece {}: {e}", path.display())))?;
+    if crc32fast::hash(&bytes) != piece.crc {
+        return Err(bad(
+            "its checksum differs from the one the checkpoint recorded",
+        ));
+    }
+    if bytes.len() < MAGIC_PIECE.len() + 4 || &bytes[..MAGIC_PIECE.len()] != MAGIC_PIECE {
+        return Err(bad("not a piece file"));
+    }
+    let (body, crc) = bytes.split_at(bytes.len() - 4);
+    if crc32fast::hash(body).to_le_bytes() != crc {
+        return Err(bad("checksum mismatch"));
+    }
+    let mut r = Reader(&body[MAGIC_PIECE.len()..]);
+    let head = [(); 8].map(|_| r.u64());
+    let [_, o0, o1, o2, n0, n1, n2, count] = head.map(|x| x.unwrap_or(usize::MAX));
+    let Points::Grid { n, offset, .. } = piece.points;
+    if [o0, o1, o2] != offset || [n0, n1, n2] != n || count != vars {
+        return Err(bad(
+            "its grid or variables differ from the checkpoint's index",
+        ));
+    }
+    if (0..3).any(|a| offset[a] + n[a] > whole[a]) {
+        return Err(bad("it lies outside the grid"));
+    }
+    let len = n.iter().product();
+    let values = (0..vars)
+        .map(|_| {
+            Ok(match R::BYTES {
+                4 => r.f32s(len)?.into_iter().map(|x| R::of(x.into())).collect(),
+                _ => r.f64s(len)?.into_iter().map(R::of).collect(),
+            })
+        })
+        .collect::<Result<Vec<Vec<R>>, CheckpointError>>()?;
+    if !r.0.is_empty() {
+        return Err(bad("trailing bytes"));
+    }
+    Ok(Snapshot {
+        points: piece.points,
+        vars: values,
+    })
+}
+
 /// The state at `points` (a whole grid) with `vars` variables from the piece files `index` in
-/// `dir`, each checked against its checksum in the index and its own.
+/// `dir`.
 fn assemble<R: Real>(
     dir: &Path,
     index: &[PieceFile],
@@ -429,55 +519,20 @@ fn assemble<R: Real>(
     let mut values = vec![vec![R::zero(); points.len()]; vars];
     let mut covered = vec![false; points.len()];
     for piece in index {
-        let path = dir.join(&piece.file);
-        let bad =
-            |what: &str| CheckpointError::Mismatch(format!("piece {}: {what}", path.display()));
-        let bytes = fs::read(&path)
-            .map_err(|e| CheckpointError::Mismatch(format!("piece {}: {e}", path.display())))?;
-        if crc32fast::hash(&bytes) != piece.crc {
-            return Err(bad(
-                "its checksum differs from the one the checkpoint recorded",
-            ));
-        }
-        if bytes.len() < MAGIC_PIECE.len() + 4 || &bytes[..MAGIC_PIECE.len()] != MAGIC_PIECE {
-            return Err(bad("not a piece file"));
-        }
-        let (body, crc) = bytes.split_at(bytes.len() - 4);
-        if crc32fast::hash(body).to_le_bytes() != crc {
-            return Err(bad("checksum mismatch"));
-        }
-        let mut r = Reader(&body[MAGIC_PIECE.len()..]);
-        let head = [(); 8].map(|_| r.u64());
-        let [_, o0, o1, o2, n0, n1, n2, count] = head.map(|x| x.unwrap_or(usize::MAX));
-        let Points::Grid { n, offset, .. } = piece.points;
-        if [o0, o1, o2] != offset || [n0, n1, n2] != n || count != vars {
-            return Err(bad(
-                "its grid or variables differ from the checkpoint's index",
-            ));
-        }
-        if (0..3).any(|a| offset[a] + n[a] > whole[a]) {
-            return Err(bad("it lies outside the grid"));
-        }
-        let len = n.iter().product();
-        for var in values.iter_mut() {
-            let piece_values: Vec<f64> = match R::BYTES {
-                4 => r.f32s(len)?.into_iter().map(f64::from).collect(),
-                _ => r.f64s(len)?,
-            };
-            let mut at = piece_values.into_iter();
+        let part = read_piece::<R>(dir, piece, whole, vars)?;
+        let Points::Grid { n, offset, .. } = part.points;
+        for (var, from) in values.iter_mut().zip(&part.vars) {
+            let mut at = from.iter();
             for k in 0..n[2] {
                 for j in 0..n[1] {
                     for i in 0..n[0] {
                         let g =
                             offset[0] + i + whole[0] * (offset[1] + j + whole[1] * (offset[2] + k));
-                        var[g] = R::of(at.next().expect("checked length"));
+                        var[g] = *at.next().expect("a value per point");
                         covered[g] = true;
                     }
                 }
             }
-        }
-        if !r.0.is_empty() {
-            return Err(bad("trailing bytes"));
         }
     }
     if covered.iter().any(|c| !c) {
@@ -824,6 +879,22 @@ mod tests {
         assert_eq!(bits(&back), bits(&whole));
         assert!(mismatch(ck.state::<f32>(whole.points, 3)));
         assert!(mismatch(ck.state::<f64>(whole.points, 4)));
+        // A process cut as the checkpoint was reads its own pieces only.
+        let mine = ck
+            .pieces_at::<f64>(whole.points, 3, &[parts[1].points])
+            .unwrap()
+            .unwrap();
+        assert_eq!((mine.len(), mine[0].points), (1, parts[1].points));
+        assert_eq!(bits(&mine[0]), bits(&parts[1]));
+        let other = cut(&whole, [2, 0, 0], [4, 7, 5]).points;
+        assert!(ck
+            .pieces_at::<f64>(whole.points, 3, &[other])
+            .unwrap()
+            .is_none());
+        assert!(mismatch(
+            ck.pieces_at::<f32>(whole.points, 3, &[parts[1].points])
+                .map(|_| whole.clone())
+        ));
 
         // A damaged piece is named; so is a missing one.
         let piece = dir.join("checkpoint/3/piece_1.ffcp");

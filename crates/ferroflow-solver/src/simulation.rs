@@ -608,6 +608,12 @@ mod tests {
         fn snapshot(&mut self) -> Result<Snapshot<f64>, BackendError> {
             Ok(snapshot(1))
         }
+        fn piece_points(&self) -> Vec<Points> {
+            vec![snapshot::<f64>(1).points]
+        }
+        fn restore_pieces(&mut self, _: &[Snapshot<f64>]) -> Result<(), BackendError> {
+            Ok(())
+        }
         fn restore(&mut self, _: &Snapshot<f64>) -> Result<(), BackendError> {
             Ok(())
         }
@@ -707,6 +713,12 @@ mod tests {
         }
         fn snapshot(&mut self) -> Result<Snapshot<f32>, BackendError> {
             Ok(snapshot(2))
+        }
+        fn piece_points(&self) -> Vec<Points> {
+            vec![snapshot::<f32>(2).points]
+        }
+        fn restore_pieces(&mut self, _: &[Snapshot<f32>]) -> Result<(), BackendError> {
+            Ok(())
         }
         fn restore(&mut self, _: &Snapshot<f32>) -> Result<(), BackendError> {
             Ok(())

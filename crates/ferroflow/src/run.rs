@@ -396,10 +396,19 @@ impl<'a, R: Real> Session<'a, R> {
                 file,
             }) => {
                 let points = Points::grid(problem.layout.dim, problem.layout.n);
-                let state = ck
-                    .state::<R>(points, problem.equations())
-                    .map_err(|e| Failure::input(format!("--restart {}: {e}", file.display())))?;
-                backend.restore(&state).map_err(Failure::runtime)?;
+                let bad = |e| Failure::input(format!("--restart {}: {e}", file.display()));
+                // A checkpoint cut as this run is: each process reads its own pieces (settled
+                // among the processes before restoring them, which exchanges halos).
+                let wanted = backend.piece_points();
+                let mine = ck.pieces_at::<R>(points, problem.equations(), &wanted);
+                match job.world.agree(mine.map_err(bad))? {
+                    Some(pieces) => backend.restore_pieces(&pieces),
+                    None => {
+                        let state = ck.state::<R>(points, problem.equations()).map_err(bad)?;
+                        backend.restore(&state)
+                    }
+                }
+                .map_err(|e| job.world.fail_alone(Failure::runtime(e)))?;
                 (ck.simulation(stop), ck.wall_seconds)
             }
             None => (Simulation::new(stop), 0.0),
