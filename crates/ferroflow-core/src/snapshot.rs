@@ -143,13 +143,14 @@ impl<R: Real> Fields<R> {
     }
 
     /// Fields on `layout` with the node values of `snapshot` (ghosts and padding zero), or
-    /// what does not fit.
+    /// what does not fit: its points' shape must be the layout's (a piece of a bigger grid
+    /// becomes a grid of its own).
     pub fn from_snapshot(layout: Layout, snapshot: &Snapshot<R>) -> Result<Fields<R>, String> {
-        let expected = Points::grid(layout.dim, layout.n);
-        if snapshot.points != expected {
+        let Points::Grid { dim, n, .. } = snapshot.points;
+        if (dim, n) != (layout.dim, layout.n) {
             return Err(format!(
-                "a snapshot on {:?} restored onto {expected:?}",
-                snapshot.points
+                "a snapshot of {:?} nodes ({dim}D) restored onto {:?} ({}D)",
+                n, layout.n, layout.dim
             ));
         }
         if let Some(v) = snapshot.vars.iter().find(|v| v.len() != layout.nodes()) {

@@ -577,22 +577,10 @@ impl<'a, R: Real> Session<'a, R> {
             return Ok(None);
         }
         let case = &self.job.loaded.case;
-        let d = case
-            .decomposition(size)
-            .map_err(|e| self.job.loaded.invalid(&e))?;
-        let file = |points: &Points| {
-            let Points::Grid {
-                offset: [i, j, k], ..
-            } = points;
-            format!("{}/piece_{i}_{j}_{k}.vti", results::PIECES)
-        };
-        let index = d
-            .extents()
-            .iter()
-            .map(|e| {
-                let points = ferroflow_ac::pieces::piece_points(&d, e);
-                (file(&points), points)
-            })
+        let file = |points: &Points| piece_file(results::PIECES, points, "vti");
+        let index = every_piece(self.job)?
+            .into_iter()
+            .map(|points| (file(&points), points))
             .collect();
         let mine = self
             .backend
@@ -760,6 +748,25 @@ impl From<Failure> for Halt {
     }
 }
 
+/// The points of every process's pieces (see `Solver::pieces`), in block order.
+fn every_piece(job: &Job) -> Result<Vec<Points>, Failure> {
+    let size = job.world.rank_size().1;
+    let d = (job.loaded.case.decomposition(size)).map_err(|e| job.loaded.invalid(&e))?;
+    let extents = d.extents();
+    Ok(extents
+        .iter()
+        .map(|e| ferroflow_ac::pieces::piece_points(&d, e))
+        .collect())
+}
+
+/// The file of the piece at `points` in directory `dir`, named by its first global node.
+fn piece_file(dir: &str, points: &Points, extension: &str) -> String {
+    let Points::Grid {
+        offset: [i, j, k], ..
+    } = points;
+    format!("{dir}/piece_{i}_{j}_{k}.{extension}")
+}
+
 /// The checkpoint of a run over several processes, without gathering the state: every process
 /// checks the bounds of its pieces of the raw state and writes them into the staging
 /// directory's `checkpoint/<iteration>/`; then the first writes the index (`path`: where it
@@ -772,19 +779,15 @@ fn checkpoint_pieces<R: Real>(
     path: Option<&Path>,
 ) -> Result<(), Halt> {
     let world = job.world;
-    let size = world.rank_size().1;
-    let mut pieces = backend
+    let pieces = backend
         .pieces()
         .map_err(|e| world.fail_alone(Failure::runtime(e)))?;
     // Only a physical state is kept: a checkerboard the residuals do not show ends the run
     // here, with the last good checkpoint.
     let mut unstable = None;
-    for piece in &mut pieces {
-        // The piece's values as a grid of their own, for the check.
+    for piece in &pieces {
         let Points::Grid { dim, n, offset } = piece.points;
-        piece.points = Points::grid(dim, n);
         let fields = Fields::from_snapshot(Layout::new(dim, n), piece);
-        piece.points = Points::Grid { dim, n, offset };
         let fields = fields.expect("a piece holds a value per point");
         if let Err(mut e) = problem.check_bounds(&fields) {
             e.node = [0, 1, 2].map(|a| e.node[a] + offset[a]);
@@ -796,20 +799,11 @@ fn checkpoint_pieces<R: Real>(
             format!("unstable at iteration {} in another process", sim.iteration)
         })));
     }
-    let d = (job.loaded.case.decomposition(size)).map_err(|e| job.loaded.invalid(&e))?;
     let generation = format!("{}/{}", results::CHECKPOINT_PIECES, sim.iteration);
     let dir = job.out.join(results::STAGING).join(&generation);
-    let extents = d.extents();
-    let mut crcs = vec![0.0; extents.len()];
-    let file = |points: &Points| {
-        let Points::Grid {
-            offset: [i, j, k], ..
-        } = points;
-        format!("{generation}/piece_{i}_{j}_{k}.ffcp")
-    };
-    let all: Vec<Points> = (extents.iter())
-        .map(|e| ferroflow_ac::pieces::piece_points(&d, e))
-        .collect();
+    let all = every_piece(job)?;
+    let mut crcs = vec![0.0; all.len()];
+    let file = |points: &Points| piece_file(&generation, points, "ffcp");
     let written = fs::create_dir_all(&dir)
         .map_err(|e| naming(&dir, e))
         .and_then(|()| {
