@@ -203,9 +203,6 @@ impl<R: Real> Problem<R> {
     /// source, T within the isothermal walls' temperatures (maximum principle), widened by
     /// [`BOUND_MARGIN`] of their difference. As `(variable index, low, high)`.
     pub fn bounds(&self) -> Option<(usize, f64, f64)> {
-        if let Some(bounds) = self.released_bounds() {
-            return bounds;
-        }
         let (lo, hi) = self.wall_temperatures()?;
         let margin = BOUND_MARGIN * (hi - lo);
         Some((self.temperature()?, lo - margin, hi + margin))

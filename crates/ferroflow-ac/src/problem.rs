@@ -173,9 +173,6 @@ pub struct Problem<R: Real> {
     pub source: Option<Fields<R>>,
     /// The energy equation, if solved: temperature is then the variable after the velocity.
     pub energy: Option<Energy>,
-    /// [`Problem::bounds`] as they were when the values were released
-    /// ([`Problem::release_values`]): they come from the initial walls' temperatures.
-    released_bounds: Option<Option<(usize, f64, f64)>>,
 }
 
 impl<R: Real> Problem<R> {
@@ -255,28 +252,7 @@ impl<R: Real> Problem<R> {
             initial,
             source: None,
             energy: None,
-            released_bounds: None,
         })
-    }
-
-    /// The bounds kept by [`Problem::release_values`], if the values were released.
-    pub(crate) fn released_bounds(&self) -> Option<Option<(usize, f64, f64)>> {
-        self.released_bounds
-    }
-
-    /// Frees the values of the initial state and the source terms once the backend holds
-    /// its own (a run over several processes then keeps only its blocks' values): the problem
-    /// still describes the grid, the fluid, the numerics, the walls and the bounds for the
-    /// driver and the results, but sets up no backend any more (`initial` holds no variable,
-    /// which backends refuse as a state of the wrong shape).
-    pub fn release_values(&mut self) {
-        // Twice would lose them: the second computes from no values.
-        if self.released_bounds.is_some() {
-            return;
-        }
-        self.released_bounds = Some(self.bounds());
-        self.initial.vars = Vec::new();
-        self.source = None;
     }
 
     /// Adds the energy equation; `initial` must hold T after the velocity components, and its

@@ -399,25 +399,4 @@ mod tests {
         assert!(r.energy_imbalance.abs() < 1e-12);
         assert_eq!(r.velocity_maxima.len(), 3);
     }
-
-    #[test]
-    fn released_values_keep_the_temperature_bounds() {
-        let cavity = HeatedCavity::nondimensional(1e4, 0.71, [0.0, -1.0, 0.0]).unwrap();
-        let mut p = cavity
-            .problem::<f64>(2, [9, 7, 1], Numerics::default())
-            .unwrap();
-        let (t, bounds) = (p.temperature().unwrap(), p.bounds());
-        assert!(bounds.is_some_and(|(var, lo, hi)| var == t && lo < -0.5 && hi > 0.5));
-        let mut state = p.initial.clone();
-        p.release_values();
-        assert!(p.initial.vars.is_empty() && p.source.is_none());
-        assert_eq!(p.bounds(), bounds);
-        p.release_values();
-        assert_eq!(p.bounds(), bounds);
-        // The check still finds a temperature outside the walls' range.
-        assert!(p.check_bounds(&state).is_ok());
-        let o = state.layout.index(4, 3, 0);
-        state.vars[t][o] = 3.0;
-        assert_eq!(p.check_bounds(&state).unwrap_err().node, [4, 3, 0]);
-    }
 }

@@ -413,9 +413,6 @@ impl<'a, R: Real> Session<'a, R> {
             }
             None => (Simulation::new(stop), 0.0),
         };
-        // The backend holds the initial state (its blocks' part of it) from here on.
-        let mut problem = problem;
-        problem.release_values();
         Ok(Prepared {
             problem,
             backend,
