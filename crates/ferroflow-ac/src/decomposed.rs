@@ -41,7 +41,7 @@ fn failed(message: String) -> BackendError {
 }
 
 /// Tag of the halo that fills side `side` of block `block`: unique per receiving face.
-fn face_tag(block: usize, side: Side) -> usize {
+pub(crate) fn face_tag(block: usize, side: Side) -> usize {
     6 * block + side as usize
 }
 
@@ -130,12 +130,17 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Decomposed<B, T
         let sums = self.each(|b| b.step(shift[0], norms))?;
         self.exchange(Halos::State)?;
         // Without norms a block's sums may be empty (not computed): none count.
-        let sums = sums.into_iter().filter(|_| norms);
-        let mut total = self.decomposition.sum_residuals(self.equations, sums);
-        if norms {
-            self.transport.sum(&mut total.sum_sq)?;
+        match norms {
+            true => self.total(sums),
+            false => Ok(Residuals::default()),
         }
-        Ok(total)
+    }
+
+    /// The whole grid's residuals from this process's blocks' sums (in block order).
+    fn total(&mut self, sums: Vec<Residuals>) -> Result<Residuals, BackendError> {
+        let ids = self.blocks.iter().map(|(id, _)| *id);
+        let (d, equations) = (&self.decomposition, self.equations);
+        residuals_in_block_order(d, equations, ids.zip(sums), &mut self.transport)
     }
 
     /// One implicit iteration: each block's phases, the gauge's sums added over all blocks
@@ -177,11 +182,10 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Decomposed<B, T
         };
         self.each(|b| b.implicit()?.update(shift[0]))?;
         self.exchange(Halos::State)?;
-        let mut total = self.decomposition.sum_residuals(self.equations, sums);
-        if norms {
-            self.transport.sum(&mut total.sum_sq)?;
+        match norms {
+            true => self.total(sums),
+            false => Ok(Residuals::default()),
         }
-        Ok(total)
     }
 
     /// Gives every process `values` from the process owning block `block`.
@@ -263,17 +267,10 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Backend for Dec
 
     /// Every process gets the whole grid: each block's owner shares it.
     fn download(&mut self) -> Result<Fields<R>, BackendError> {
-        let (d, count) = (&self.decomposition, self.extents.len());
-        d.gather(self.equations, |e| {
-            let mut f = match self.blocks.iter_mut().find(|(id, _)| *id == e.id) {
-                Some((_, b)) => b.download()?,
-                None => Fields::zeros(e.layout(d.dim), self.equations),
-            };
-            let root = self.transport.owner(e.id, count);
-            for v in &mut f.vars {
-                self.transport.broadcast(v, root)?;
-            }
-            Ok(f)
+        let (d, blocks) = (&self.decomposition, &mut self.blocks);
+        gather_everywhere(d, self.equations, &mut self.transport, |id| {
+            let mut mine = blocks.iter_mut().filter(|(i, _)| *i == id);
+            mine.next().map(|(_, b)| b.download())
         })
     }
 
@@ -302,13 +299,12 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Backend for Dec
     /// Each block from its own piece, then one halo exchange: every halo value comes from the
     /// block that owns it, as after an iteration.
     fn restore_pieces(&mut self, pieces: &[Snapshot<R>]) -> Result<(), BackendError> {
-        let expected = Backend::piece_points(self);
-        let got: Vec<Points> = pieces.iter().map(|p| p.points).collect();
-        if got != expected || pieces.iter().any(|p| p.vars.len() != self.equations) {
-            return Err(failed(format!(
-                "pieces at {got:?} restored into blocks whose pieces are {expected:?}"
-            )));
-        }
+        check_pieces(
+            pieces,
+            &Backend::piece_points(self),
+            self.equations,
+            BACKEND,
+        )?;
         let dim = self.decomposition.dim;
         for ((id, b), piece) in self.blocks.iter_mut().zip(pieces) {
             b.upload(&crate::pieces::block_from_piece(
@@ -319,4 +315,68 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Backend for Dec
         }
         self.exchange(Halos::State)
     }
+}
+
+/// The whole grid in every process: each block's process shares its state (`local(id)`: the
+/// state of block `id` if it is this process's).
+pub(crate) fn gather_everywhere<R: Real, T: Transport<R>>(
+    d: &Decomposition,
+    vars: usize,
+    transport: &mut T,
+    mut local: impl FnMut(usize) -> Option<Result<Fields<R>, BackendError>>,
+) -> Result<Fields<R>, BackendError> {
+    let count = d.count();
+    d.gather(vars, |e| {
+        let mut f = match local(e.id) {
+            Some(f) => f?,
+            None => Fields::zeros(e.layout(d.dim), vars),
+        };
+        let root = transport.owner(e.id, count);
+        for v in &mut f.vars {
+            transport.broadcast(v, root)?;
+        }
+        Ok(f)
+    })
+}
+
+/// Refuses `pieces` other than those at `expected`, with `vars` variables each.
+pub(crate) fn check_pieces<R>(
+    pieces: &[Snapshot<R>],
+    expected: &[Points],
+    vars: usize,
+    backend: &'static str,
+) -> Result<(), BackendError> {
+    let got: Vec<Points> = pieces.iter().map(|p| p.points).collect();
+    if got != expected || pieces.iter().any(|p| p.vars.len() != vars) {
+        return Err(BackendError::Failed {
+            backend,
+            message: format!(
+                "pieces at {got:?} restored into blocks whose pieces are {expected:?}"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The whole grid's residuals from the sums of this process's blocks (`(id, sums)`): every
+/// block's sums reach every process (an all-reduce in which the other processes add zeros,
+/// exactly), then they are added in block order, as in one process: the norms do not depend
+/// on how the blocks are spread over processes.
+pub(crate) fn residuals_in_block_order<R: Real, T: Transport<R>>(
+    d: &Decomposition,
+    equations: usize,
+    local: impl IntoIterator<Item = (usize, Residuals)>,
+    transport: &mut T,
+) -> Result<Residuals, BackendError> {
+    let count = d.count();
+    let mut all = vec![0.0; count * equations];
+    for (id, r) in local {
+        all[id * equations..][..equations].copy_from_slice(&r.sum_sq);
+    }
+    transport.sum(&mut all)?;
+    let blocks = all.chunks_exact(equations).map(|sums| Residuals {
+        sum_sq: sums.to_vec(),
+        nodes: 0,
+    });
+    Ok(d.sum_residuals(equations, blocks))
 }

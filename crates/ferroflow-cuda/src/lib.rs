@@ -18,12 +18,14 @@
 //! - Peer access, pinned staging buffers and copies between devices ([`enable_peer_access`],
 //!   [`copy_between`], ...), and the bandwidths rooflines divide into: [`copy_bandwidth`]
 //!   (device-to-device copy, bytes read + written per second) and [`link_bandwidth`].
+//! - [`ipc`]: buffers and events shared between processes of one machine.
 #![deny(missing_docs)]
 
 mod bandwidth;
 mod cache;
 pub mod compile;
 mod device;
+pub mod ipc;
 mod peer;
 mod reduce;
 mod tune;

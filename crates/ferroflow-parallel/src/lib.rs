@@ -11,4 +11,4 @@ mod transport;
 
 #[cfg(feature = "mpi")]
 pub use self::mpi::Mpi;
-pub use transport::{Halo, InProcess, Transport};
+pub use transport::{Halo, InProcess, Message, Transport};

@@ -1,15 +1,19 @@
 //! MPI between processes (feature `mpi`): halos whose neighbour block lives in another
 //! process travel as non-blocking point-to-point messages, sums and broadcasts are MPI
-//! collectives. Values travel in their own precision.
-use crate::transport::{copy_across, Halo, Transport};
+//! collectives. Values travel in their own precision. Raw messages ([`Message`]) may name GPU
+//! memory where the library says it is CUDA-aware (Open MPI's `MPIX_Query_cuda_support`,
+//! asked at run time).
+use crate::transport::{copy_across, Halo, Message, Transport};
 use ferroflow_core::{BackendError, Real};
 use mpi::collective::SystemOperation;
+use mpi::datatype::{AsDatatype, Collection, Pointer, PointerMut};
 use mpi::environment::Universe;
 use mpi::request::WaitGuard;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::{Rank, Tag, Threading};
 use std::any::TypeId;
+use std::ffi::c_void;
 use std::rc::Rc;
 
 /// Variables that MPI launchers set in the processes they start: Open MPI, Hydra (MPICH, Intel
@@ -26,6 +30,10 @@ pub struct Mpi {
     here: usize,
     /// Blocks of the decomposition, learned at the first exchange.
     blocks: Option<usize>,
+    /// Per process, the lowest-numbered process on its machine.
+    machines: Rc<Vec<usize>>,
+    /// Whether the library reads and writes GPU memory itself.
+    cuda_aware: bool,
 }
 
 impl Mpi {
@@ -43,10 +51,20 @@ impl Mpi {
         // Only the main thread calls MPI; compute threads never do.
         let (universe, _) = mpi::initialize_with_threading(Threading::Funneled)?;
         let world = universe.world();
-        (world.size() > 1).then(|| Mpi {
-            here: world.split_shared(0).size() as usize,
+        if world.size() < 2 {
+            return None;
+        }
+        let shared = world.split_shared(0);
+        let mut first = world.rank();
+        shared.process_at_rank(0).broadcast_into(&mut first);
+        let mut machines = vec![0 as Rank; world.size() as usize];
+        world.all_gather_into(&first, &mut machines[..]);
+        Some(Mpi {
+            here: shared.size() as usize,
             universe: Rc::new(universe),
             blocks: None,
+            machines: Rc::new(machines.into_iter().map(|r| r as usize).collect()),
+            cuda_aware: cuda_aware(),
         })
     }
 
@@ -134,6 +152,58 @@ impl Mpi {
     }
 }
 
+/// Whether the MPI library takes GPU memory in messages: Open MPI's extension, looked up at run
+/// time (other libraries lack the symbol: not CUDA-aware, as far as ferroflow can tell).
+fn cuda_aware() -> bool {
+    // SAFETY: a symbol lookup in the loaded libraries; the function, where present, takes no
+    // arguments and returns an int (Open MPI's mpi-ext.h).
+    unsafe {
+        let f = libc::dlsym(libc::RTLD_DEFAULT, c"MPIX_Query_cuda_support".as_ptr());
+        if f.is_null() {
+            return false;
+        }
+        let query: extern "C" fn() -> std::ffi::c_int = std::mem::transmute(f);
+        query() == 1
+    }
+}
+
+/// Bytes at an address of a [`Message`], as MPI buffers.
+struct Bytes(Message);
+
+// SAFETY: the caller of `exchange_bytes` guarantees the address holds `bytes` bytes.
+unsafe impl Pointer for Bytes {
+    fn pointer(&self) -> *const c_void {
+        self.0.address as *const c_void
+    }
+}
+
+// SAFETY: as above.
+unsafe impl PointerMut for Bytes {
+    fn pointer_mut(&mut self) -> *mut c_void {
+        self.0.address as *mut c_void
+    }
+}
+
+// SAFETY: `bytes` elements of MPI bytes.
+unsafe impl Collection for Bytes {
+    fn count(&self) -> mpi::Count {
+        self.0.bytes as mpi::Count
+    }
+}
+
+// SAFETY: the datatype of u8.
+unsafe impl AsDatatype for Bytes {
+    type Out = <u8 as AsDatatype>::Out;
+    fn as_datatype(&self) -> Self::Out {
+        0u8.as_datatype()
+    }
+}
+
+// SAFETY: the four traits above make a buffer of bytes.
+unsafe impl mpi::datatype::Buffer for Bytes {}
+// SAFETY: as above.
+unsafe impl mpi::datatype::BufferMut for Bytes {}
+
 /// `values` as the type `T` they are, if `R` is `T`: MPI needs to know whether a generic
 /// [`Real`] is f64 or f32.
 fn concrete<R: 'static, T: 'static>(values: &mut [R]) -> Option<&mut [T]> {
@@ -173,5 +243,38 @@ impl<R: Real> Transport<R> for Mpi {
             unreachable!("Real is f64 or f32")
         }
         Ok(())
+    }
+
+    unsafe fn exchange_bytes(
+        &mut self,
+        sends: &[Message],
+        receives: &[Message],
+    ) -> Result<(), BackendError> {
+        let world = self.world();
+        let mut receives: Vec<Bytes> = receives.iter().map(|m| Bytes(*m)).collect();
+        let sends: Vec<Bytes> = sends.iter().map(|m| Bytes(*m)).collect();
+        mpi::request::scope(|scope| {
+            let mut pending = Vec::new();
+            for r in &mut receives {
+                let (rank, tag) = (r.0.rank as Rank, r.0.tag as Tag);
+                let process = world.process_at_rank(rank);
+                let request = process.immediate_receive_into_with_tag(scope, r, tag);
+                pending.push(WaitGuard::from(request));
+            }
+            for s in &sends {
+                let process = world.process_at_rank(s.0.rank as Rank);
+                let request = process.immediate_send_with_tag(scope, s, s.0.tag as Tag);
+                pending.push(WaitGuard::from(request));
+            }
+        });
+        Ok(())
+    }
+
+    fn device_memory(&self) -> bool {
+        self.cuda_aware
+    }
+
+    fn machine(&self, rank: usize) -> usize {
+        self.machines[rank]
     }
 }

@@ -29,6 +29,21 @@ impl<R> Halo<R> {
     }
 }
 
+/// A message of raw bytes between processes, for drivers that keep their halos in memory
+/// of their own (device buffers, pinned host buffers) rather than in [`Halo`]s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Message {
+    /// The process at the other end.
+    pub rank: usize,
+    /// Tag: a receive matches the send of the same tag from `rank`.
+    pub tag: usize,
+    /// Where the bytes are (sent) or go (received): host memory, or device memory where the
+    /// transport says [`Transport::device_memory`].
+    pub address: usize,
+    /// Number of bytes.
+    pub bytes: usize,
+}
+
 /// Moves halos between blocks and reduces across them. Every process calls every method in
 /// the same order (collective semantics, as MPI).
 pub trait Transport<R: Real> {
@@ -43,6 +58,31 @@ pub trait Transport<R: Real> {
 
     /// Gives every process the values of process `root`.
     fn broadcast(&mut self, values: &mut [R], root: usize) -> Result<(), BackendError>;
+
+    /// Sends every message of `sends` and fills every one of `receives`, returning when all
+    /// are done.
+    ///
+    /// # Safety
+    /// Every address must be valid for its bytes (readable for sends, writable for receives)
+    /// and not touched by anything else until this returns; device addresses only where
+    /// [`Transport::device_memory`] says so.
+    unsafe fn exchange_bytes(
+        &mut self,
+        sends: &[Message],
+        receives: &[Message],
+    ) -> Result<(), BackendError>;
+
+    /// Whether [`Transport::exchange_bytes`] reads and writes GPU memory itself (CUDA-aware
+    /// MPI).
+    fn device_memory(&self) -> bool {
+        false
+    }
+
+    /// The machine process `rank` runs on, numbered from 0: processes of one machine can share
+    /// its devices' memory.
+    fn machine(&self, _rank: usize) -> usize {
+        0
+    }
 
     /// The process that iterates block `block` of `count`: contiguous ranges of blocks.
     fn owner(&self, block: usize, count: usize) -> usize {
@@ -89,6 +129,21 @@ impl<R: Real> Transport<R> for InProcess {
 
     fn broadcast(&mut self, _values: &mut [R], _root: usize) -> Result<(), BackendError> {
         Ok(())
+    }
+
+    /// One process has no other to message.
+    unsafe fn exchange_bytes(
+        &mut self,
+        sends: &[Message],
+        receives: &[Message],
+    ) -> Result<(), BackendError> {
+        match sends.iter().chain(receives).next() {
+            None => Ok(()),
+            Some(m) => Err(BackendError::Failed {
+                backend: "in-process",
+                message: format!("a message to process {} of a single process", m.rank),
+            }),
+        }
     }
 }
 

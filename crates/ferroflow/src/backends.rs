@@ -107,8 +107,9 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
     };
     let processes = transport.rank_size().1;
     let implicit = matches!(problem.numerics.method, Method::Implicit(_));
-    if processes == 1 && !implicit {
-        // One process: the blocks stay on their devices and exchange halos there.
+    if !implicit {
+        // The blocks stay on their devices and exchange halos there (between processes as
+        // the remote routes say).
         let multi = MultiGpuOptions {
             devices: devices.clone(),
             exchange: halo_route(parallel.exchange),
@@ -116,8 +117,8 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
             overlap: parallel.overlap,
             cuda: options,
         };
-        let b = MultiGpu::new(problem, decomposition, &multi)?;
-        let detail = format!(
+        let b = MultiGpu::over(problem, decomposition, &multi, transport)?;
+        let mut detail = format!(
             "on devices {devices:?}, {:?} exchange{}, packing {}, overlap {}, launch shape {}",
             multi.exchange,
             if b.peer_access() {
@@ -129,6 +130,9 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
             multi.overlap,
             b.tuning()[0].chosen
         );
+        if processes > 1 {
+            detail += &format!(", between processes {:?}", b.remote_routes());
+        }
         let line = cut_line("cuda", b.decomposition(), &detail, processes);
         return Ok((Box::new(b), line));
     }
@@ -136,8 +140,8 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
         let device = devices[e.id % devices.len()];
         CudaBackend::new(p, &CudaOptions { device, ..options })
     })?;
-    // MPI processes, or the implicit method (whose blocks the multi-GPU driver cannot
-    // couple yet): every block on its own, its halos through the host.
+    // The implicit method (whose blocks the multi-GPU driver cannot couple yet): every block
+    // on its own, its halos through the host.
     let detail = format!(
         "on devices {devices:?}, staged through the host{}",
         relaxation_note(problem, true)

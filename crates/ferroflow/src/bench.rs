@@ -113,7 +113,7 @@ pub struct BenchArgs {
 
 /// `--solve`: each case run to its tolerance by each method, timed by the driver (set-up not
 /// included), with the explicit time over the implicit one.
-fn time_to_solution(args: &BenchArgs, names: &[String]) -> Result<(), Failure> {
+fn time_to_solution(args: &BenchArgs, names: &[String], world: &World) -> Result<(), Failure> {
     let all: Vec<String> = BUILTIN.iter().map(|(n, _)| n.to_string()).collect();
     let names = if names.is_empty() { &all[..] } else { names };
     if let Some(bad) = names.iter().find(|n| builtin(n).is_none()) {
@@ -138,7 +138,7 @@ fn time_to_solution(args: &BenchArgs, names: &[String]) -> Result<(), Failure> {
             let bad = |e: ferroflow_core::ProblemError| Failure::input(format!("{name}: {e}"));
             let problem = case.problem::<f64>().map_err(bad)?;
             let stop = case.stop().map_err(bad)?;
-            let (mut b, line) = backend(args, &problem)?;
+            let (mut b, line) = backend(args, &problem, world)?;
             let mut sim = ferroflow_solver::Simulation::new(stop);
             let outcome = sim
                 .run_plain(b.as_mut(), problem.variable_names())
@@ -250,11 +250,12 @@ fn specs(args: &BenchArgs, precision: Precision) -> (BackendSpec, ParallelSpec) 
     (backend, parallel)
 }
 
-/// Sets up the backend for `problem` (through the program's one factory); returns it with a
-/// description.
+/// Sets up the backend for `problem` (through the program's one factory; under MPI this
+/// process's blocks); returns it with a description.
 fn backend<R: Real>(
     args: &BenchArgs,
     problem: &Problem<R>,
+    world: &World,
 ) -> Result<(Box<dyn Backend<Real = R>>, String), Failure> {
     let l = problem.layout;
     let decomposition =
@@ -265,7 +266,7 @@ fn backend<R: Real>(
         Precision::F64
     };
     let (spec, parallel) = specs(args, precision);
-    make_backend(problem, &spec, &parallel, decomposition, &World::alone())
+    make_backend(problem, &spec, &parallel, decomposition, world)
 }
 
 /// Bytes of the CPU's last-level cache from sysfs (`root`: /sys/devices/system/cpu): the
@@ -325,21 +326,26 @@ fn bench_case<R: Real>(
     args: &BenchArgs,
     dim: usize,
     n: usize,
-    bandwidth: f64,
-    cache_bytes: f64,
+    (bandwidth, cache_bytes): (f64, f64),
+    world: &World,
 ) -> Result<(), Failure> {
     let problem = problem::<R>(args, dim, n)?;
-    let (mut backend, what) = backend(args, &problem)?;
+    let (mut backend, what) = backend(args, &problem, world)?;
     let nodes = problem.layout.interior_nodes() as f64;
-    // Warm up (graph capture, caches), then size the repetitions from a timed chunk.
+    // Warm up (graph capture, caches), then size the repetitions from a timed chunk (the
+    // slowest process's, so that all run as many).
     let mut iters = 10;
     let secs = median_seconds(1, || {
         backend.advance(iters).map(|_| ()).map_err(Failure::runtime)
     })?;
+    let secs = world.each(secs).into_iter().fold(0.0, f64::max);
     iters = ((args.seconds / secs * iters as f64) as usize).clamp(2, 1_000_000);
     let secs = median_seconds(args.repeats, || {
         backend.advance(iters).map(|_| ()).map_err(Failure::runtime)
     })?;
+    if !world.is_root() {
+        return Ok(());
+    }
     let rate = nodes * iters as f64 / secs;
     let halo = halo_bytes::<R>(&problem, args);
     let bytes = (2 * problem.equations() * R::BYTES) as f64;
@@ -432,6 +438,12 @@ fn print_projection<R: Real>(problem: &Problem<R>, args: &BenchArgs, rate: f64) 
 }
 
 pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
+    let world = World::join();
+    if world.rank_size().1 > 1 && (args.solve.is_some() || !args.project.is_empty()) {
+        return Err(Failure::input(
+            "under MPI bench measures throughput only: leave out --solve and --project",
+        ));
+    }
     if args.backend == BackendKind::Auto {
         args.backend = match cuda_probe() {
             Ok(_) => BackendKind::Cuda,
@@ -439,7 +451,7 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
         };
     }
     if let Some(names) = &args.solve {
-        return time_to_solution(&args, names);
+        return time_to_solution(&args, names, &world);
     }
     if !args.project.is_empty() {
         if args.blocks.is_some() {
@@ -455,7 +467,10 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
             )));
         }
     }
-    let (bandwidth, cache) = if args.backend == BackendKind::Cpu {
+    // Under MPI the first process measures the machine and speaks; the others only iterate.
+    let machine = if !world.is_root() {
+        (0.0, 0.0)
+    } else if args.backend == BackendKind::Cpu {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(args.threads)
             .build()
@@ -497,8 +512,8 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
         for &n in sizes.iter() {
             for p in &args.precision {
                 match p {
-                    Precision::F64 => bench_case::<f64>(&args, dim, n, bandwidth, cache)?,
-                    Precision::F32 => bench_case::<f32>(&args, dim, n, bandwidth, cache)?,
+                    Precision::F64 => bench_case::<f64>(&args, dim, n, machine, &world)?,
+                    Precision::F32 => bench_case::<f32>(&args, dim, n, machine, &world)?,
                 }
             }
         }

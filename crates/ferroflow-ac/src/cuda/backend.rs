@@ -192,6 +192,11 @@ impl<R: Real> CudaBackend<R> {
         self.state.cur().v[0] + (self.p_ref * std::mem::size_of::<R>()) as CUdeviceptr
     }
 
+    /// Pressure at the reference node of the current state, once the queued work is done.
+    pub(crate) fn own_pressure(&self) -> Result<R, BackendError> {
+        self.state.value(&self.device.stream, 0, self.p_ref)
+    }
+
     /// Device address of the pressure shift given from outside.
     pub(crate) fn given_shift(&self) -> CUdeviceptr {
         address(&self.shifts, &self.device.stream)

@@ -54,10 +54,12 @@ mod implicit;
 mod launch;
 mod multi;
 pub mod programs;
+mod remote;
 mod state;
 mod tune;
 
 pub use backend::{CudaBackend, CudaOptions};
 pub use launch::LaunchShape;
 pub use multi::{MultiGpu, MultiGpuOptions};
+pub use remote::Route;
 pub use tune::{candidates, TuneMode, TuneReport, DEFAULT_SHAPE};
