@@ -2,7 +2,7 @@
 use crate::reference::Profile;
 use crate::walls::{box_problem, Wall};
 use ferroflow_ac::{Numerics, Physics, Problem};
-use ferroflow_core::{Fields, ProblemError, Real, Side};
+use ferroflow_core::{NodeValues, ProblemError, Real, Side};
 
 /// Unit square (2D) or cube (3D), lid y = 1 (patch `ymax`) moving with u = `lid` along x,
 /// other walls at rest, fluid at rest initially, ν = lid · 1 / Re, ρ = 1.
@@ -32,8 +32,13 @@ pub fn lid_walls(dim: usize, lid: f64) -> Vec<Wall> {
 pub type Line = Vec<(f64, f64)>;
 
 /// Multilinear interpolation of variable `var` at point `x` (inside the grid).
-pub fn interpolate<R: Real>(problem: &Problem<R>, f: &Fields<R>, var: usize, x: [f64; 3]) -> f64 {
-    let l = f.layout;
+pub fn interpolate<R: Real>(
+    problem: &Problem<R>,
+    f: &dyn NodeValues,
+    var: usize,
+    x: [f64; 3],
+) -> f64 {
+    let l = f.grid();
     let mut base = [0usize; 3];
     let mut w = [0.0f64; 3];
     for d in 0..l.dim {
@@ -51,15 +56,15 @@ pub fn interpolate<R: Real>(problem: &Problem<R>, f: &Fields<R>, var: usize, x: 
                 idx[d] += hi as usize;
                 weight *= if hi { w[d] } else { 1.0 - w[d] };
             }
-            weight * f.at(var, idx[0], idx[1], idx[2]).f64()
+            weight * f.value(var, idx[0], idx[1], idx[2])
         })
         .sum()
 }
 
 /// The two centreline profiles at the grid nodes: u along y through the centre (x = L/2, and
 /// z = L/2 in 3D) and v along x through the centre (y = L/2).
-pub fn centrelines<R: Real>(problem: &Problem<R>, f: &Fields<R>) -> (Line, Line) {
-    let l = f.layout;
+pub fn centrelines<R: Real>(problem: &Problem<R>, f: &dyn NodeValues) -> (Line, Line) {
+    let l = f.grid();
     let centre: [f64; 3] = std::array::from_fn(|d| 0.5 * (l.n[d] - 1) as f64 * problem.spacing[d]);
     let line = |var: usize, axis: usize| {
         (0..l.n[axis])

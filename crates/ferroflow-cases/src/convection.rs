@@ -19,7 +19,7 @@ use crate::cavity::interpolate;
 use crate::reference;
 use crate::walls::{box_problem, temperature_range, Wall};
 use ferroflow_ac::{Energy, Numerics, Physics, Problem};
-use ferroflow_core::{Fields, ProblemError, Real, Side};
+use ferroflow_core::{NodeValues, ProblemError, Real, Side};
 use serde::Serialize;
 
 /// The walls of the differentially heated cavity: `xmin` at +ΔT/2, `xmax` at −ΔT/2, the
@@ -192,7 +192,7 @@ impl HeatedCavity {
 
     /// Heat transfer and flow figures of a solution (`fields` of a problem from
     /// [`HeatedCavity::problem`]).
-    pub fn report<R: Real>(&self, problem: &Problem<R>, fields: &Fields<R>) -> HeatTransfer {
+    pub fn report<R: Real>(&self, problem: &Problem<R>, fields: &dyn NodeValues) -> HeatTransfer {
         let hot = self.wall_nusselt(problem, fields, false);
         let cold = self.wall_nusselt(problem, fields, true);
         let dim = problem.layout.dim;
@@ -221,10 +221,10 @@ impl HeatedCavity {
     fn wall_nusselt<R: Real>(
         &self,
         problem: &Problem<R>,
-        fields: &Fields<R>,
+        fields: &dyn NodeValues,
         cold: bool,
     ) -> WallNusselt {
-        let l = fields.layout;
+        let l = fields.grid();
         let t = problem
             .temperature()
             .expect("a problem with the energy equation");
@@ -234,7 +234,7 @@ impl HeatedCavity {
         } else {
             (0, 1)
         };
-        let at = |i: isize, j: usize, k: usize| fields.at(t, i as usize, j, k).f64();
+        let at = |i: isize, j: usize, k: usize| fields.value(t, i as usize, j, k);
         let scale = self.length / self.delta_t;
         let mut wall = WallNusselt {
             mean: 0.0,
@@ -275,10 +275,10 @@ impl HeatedCavity {
     fn plane_maximum<R: Real>(
         &self,
         problem: &Problem<R>,
-        fields: &Fields<R>,
+        fields: &dyn NodeValues,
         m: usize,
     ) -> Extreme {
-        let l = fields.layout;
+        let l = fields.grid();
         let mut best = (f64::NEG_INFINITY, [0.0; 3]);
         l.for_each_node(|i, j, k, _| {
             if [i, j, k][m] != 0 {

@@ -7,7 +7,7 @@ use crate::reference::{self, Profile};
 use crate::summary::Deviation;
 use crate::Case;
 use ferroflow_ac::Problem;
-use ferroflow_core::{Fields, ProblemError, Real};
+use ferroflow_core::{NodeValues, ProblemError, Real};
 
 /// The post-processed results of a run.
 #[derive(Debug, Clone)]
@@ -30,7 +30,7 @@ pub struct Results {
 pub fn post_process<R: Real>(
     case: &Case,
     problem: &Problem<R>,
-    fields: &Fields<R>,
+    fields: &dyn NodeValues,
 ) -> Result<Results, ProblemError> {
     let (u, v) = cavity::centrelines(problem, fields);
     let mut heat_transfer = None;

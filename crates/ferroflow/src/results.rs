@@ -15,7 +15,8 @@ use ferroflow_ac::Problem;
 use ferroflow_cases::post::{post_process, Results};
 use ferroflow_cases::summary::{write_profile, RunRecord, Summary};
 use ferroflow_cases::Case;
-use ferroflow_core::{Fields, Points, Real};
+use ferroflow_core::nodes::Sampled;
+use ferroflow_core::{Fields, NodeValues, Points, Real};
 use ferroflow_io::file::naming;
 use ferroflow_io::table::write_json;
 use ferroflow_io::vtk;
@@ -45,6 +46,15 @@ const SUMMARY: &str = "summary.json";
 /// The directory of the final fields' pieces, one `.vti` per block, of a run over several
 /// processes (indexed by `fields.pvti`).
 pub const PIECES: &str = "fields";
+
+/// The final fields of a run, as its results see them (pressure referenced).
+pub enum Final<R: Real> {
+    /// The whole grid, in this process.
+    Whole(Fields<R>),
+    /// Over several processes: every process's pieces (written into [`PIECES`]) as
+    /// `(file, points)`, and the nodes the post-processing reads, gathered.
+    Pieces(Vec<(String, Points)>, Sampled),
+}
 
 /// The files of a result set besides the snapshots `fields_<iteration>.vti`.
 const RESULT_FILES: [&str; 14] = [
@@ -161,16 +171,13 @@ impl OutputDir {
 
     /// Writes the results of a run into the staging directory. `fields` (pressure referenced)
     /// are `None` after divergence: then only the summary and the residual history are
-    /// written, no fields or profiles. `pieces`: see [`OutputDir::write_fields`].
+    /// written, no fields or profiles.
     pub fn write_results<R: Real>(
         &self,
         run: &RunRecord<R>,
-        fields: Option<&Fields<R>>,
-        pieces: Option<&[(String, Points)]>,
+        fields: Option<&Final<R>>,
     ) -> io::Result<Summary> {
-        let results = fields
-            .map(|f| self.write_fields(run, f, pieces))
-            .transpose()?;
+        let results = fields.map(|f| self.write_fields(run, f)).transpose()?;
         let names = run.problem.variable_names();
         let history = &run.sim.history;
         write_residuals(&self.join("residuals.csv"), names, history)?;
@@ -182,29 +189,24 @@ impl OutputDir {
     }
 
     /// Writes the final fields (and the index of the snapshots with them), and what they show:
-    /// the centreline profiles and their plot. With `pieces` (a run over several processes,
-    /// each of which wrote its pieces into [`PIECES`]), the fields are their index
-    /// `fields.pvti`.
-    fn write_fields<R: Real>(
-        &self,
-        run: &RunRecord<R>,
-        fields: &Fields<R>,
-        pieces: Option<&[(String, Points)]>,
-    ) -> io::Result<Results> {
+    /// the centreline profiles and their plot. Over several processes the fields are the
+    /// index `fields.pvti` of the pieces each process wrote into [`PIECES`].
+    fn write_fields<R: Real>(&self, run: &RunRecord<R>, fields: &Final<R>) -> io::Result<Results> {
         let compress = run.case.output.compress;
         let (names, spacing) = (run.problem.variable_names(), run.problem.spacing);
-        let file = match pieces {
-            Some(pieces) => {
-                let whole = Points::grid(fields.layout.dim, fields.layout.n);
+        let (file, values): (_, &dyn NodeValues) = match fields {
+            Final::Pieces(pieces, sampled) => {
+                let l = run.problem.layout;
                 let path = self.join("fields.pvti");
+                let whole = Points::grid(l.dim, l.n);
                 vtk::write_parallel_image_data::<R>(&path, names, spacing, whole, pieces)?;
-                "fields.pvti"
+                ("fields.pvti", sampled)
             }
-            None => {
+            Final::Whole(fields) => {
                 let snapshot = fields.snapshot();
                 let path = self.join("fields.vti");
                 vtk::write_image_data(&path, names, spacing, &snapshot, compress)?;
-                "fields.vti"
+                ("fields.vti", fields)
             }
         };
         if !self.snapshots.is_empty() {
@@ -215,7 +217,7 @@ impl OutputDir {
             all.push((run.sim.iteration, file.into()));
             vtk::write_collection(&self.join("fields.pvd"), &all)?;
         }
-        let results = post_process(run.case, run.problem, fields).map_err(io::Error::other)?;
+        let results = post_process(run.case, run.problem, values).map_err(io::Error::other)?;
         write_profile(&self.join("centerline_u.csv"), ["y", "u"], &results.u)?;
         write_profile(&self.join("centerline_v.csv"), ["x", "v"], &results.v)?;
         plot::centrelines(

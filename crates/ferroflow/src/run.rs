@@ -3,17 +3,19 @@ use crate::backends::{cpu_threads, make_backend};
 use crate::input::{key_values, LoadedCase, Override, DEFAULT_CASE};
 use crate::memory::{self, StateSize};
 use crate::progress::{Mode, Reporter, Work};
-use crate::results::{self, OutputDir, CASE_FILE, LOG_FILE};
+use crate::results::{self, Final, OutputDir, CASE_FILE, LOG_FILE};
 use crate::signals::Interrupt;
 use crate::world::World;
 use crate::Failure;
 use clap::Args;
 use ferroflow_ac::Problem;
 use ferroflow_cases::case::{BackendKind, MethodKind, Model, Precision};
+use ferroflow_cases::post::post_process;
 use ferroflow_cases::resolvable::check_resolvable;
 use ferroflow_cases::summary::{RunRecord, Summary};
 use ferroflow_cases::Case;
-use ferroflow_core::{Backend, Fields, Layout, Points, Real, Solver};
+use ferroflow_core::nodes::{from_halves, to_halves, NodeVar, Recorder, Sampled};
+use ferroflow_core::{Backend, Fields, Layout, Points, Real, Snapshot, Solver};
 use ferroflow_io::file::naming;
 use ferroflow_io::vtk;
 use ferroflow_solver::checkpoint::{self, Checkpoint};
@@ -544,8 +546,33 @@ impl<'a, R: Real> Session<'a, R> {
 
     /// The current state with pressure referenced, as results show it, and the shift that
     /// referenced it.
-    fn fields(&mut self) -> Result<(Fields<R>, R), Failure> {
-        referenced(&self.problem, &mut *self.backend, self.job.world)
+    /// The final fields, pressure referenced: in one process the whole grid; over several
+    /// each process writes its pieces, and only the nodes the post-processing reads are
+    /// gathered (no process holds the grid).
+    fn final_fields(&mut self) -> Result<Final<R>, Failure> {
+        let world = self.job.world;
+        if world.rank_size().1 < 2 {
+            let (fields, _) = referenced(&self.problem, &mut *self.backend, world)?;
+            return Ok(Final::Whole(fields));
+        }
+        let pieces = (self.backend.pieces()).map_err(|e| world.fail_alone(Failure::runtime(e)))?;
+        let (case, problem) = (&self.job.loaded.case, &self.problem);
+        let recorder = Recorder::new(problem.layout);
+        recorder.note(0, problem.pressure_ref);
+        // Its errors, if any, are the real run's to report.
+        let _ = post_process(case, problem, &recorder);
+        let at = recorder.read();
+        let raw = sample(self.job, &pieces, &at)?;
+        let reference = at.iter().position(|a| *a == (0, problem.pressure_ref));
+        let shift = R::of(raw[reference.expect("the reference node was noted")]);
+        let referenced = at.iter().zip(raw).map(|((var, _), v)| match var {
+            0 => (R::of(v) - shift).f64(),
+            _ => v,
+        });
+        let values: Vec<f64> = referenced.collect();
+        let sampled = Sampled::new(problem.layout, &at, &values);
+        let index = self.write_pieces(pieces, shift)?;
+        Ok(Final::Pieces(index, sampled))
     }
 
     /// Logs the most memory each process has held resident (NaN where it cannot be read).
@@ -563,29 +590,25 @@ impl<'a, R: Real> Session<'a, R> {
         ));
     }
 
-    /// Over several processes: every process writes its pieces of the final fields (pressure
-    /// shifted by `shift`, as the fields are) as `.vti` files into the staging directory's
-    /// [`results::PIECES`]; returns the index of every process's pieces for `fields.pvti`.
-    /// `None` in one process.
-    fn write_pieces(&mut self, shift: R) -> Result<Option<Vec<(String, Points)>>, Failure> {
+    /// Over several processes: every process writes `pieces`, its pieces of the final fields
+    /// (pressure shifted by `shift`, as the fields are), as `.vti` files into the staging
+    /// directory's [`results::PIECES`]; returns the index of every process's pieces for
+    /// `fields.pvti`.
+    fn write_pieces(
+        &self,
+        pieces: Vec<Snapshot<R>>,
+        shift: R,
+    ) -> Result<Vec<(String, Points)>, Failure> {
         let world = self.job.world;
-        let size = world.rank_size().1;
-        if size < 2 {
-            return Ok(None);
-        }
         let case = &self.job.loaded.case;
         let file = |points: &Points| piece_file(results::PIECES, points, "vti");
         let index = every_piece(self.job)?
             .into_iter()
             .map(|points| (file(&points), points))
             .collect();
-        let mine = self
-            .backend
-            .pieces()
-            .map_err(|e| world.fail_alone(Failure::runtime(e)));
         let staging = self.job.out.join(results::STAGING);
         let names = self.problem.variable_names();
-        let written = mine.and_then(|pieces| {
+        let written = (|| {
             fs::create_dir_all(staging.join(results::PIECES))
                 .map_err(|e| Failure::runtime(naming(&staging.join(results::PIECES), e)))?;
             for mut piece in pieces {
@@ -596,9 +619,9 @@ impl<'a, R: Real> Session<'a, R> {
                     .map_err(Failure::runtime)?;
             }
             Ok(())
-        });
+        })();
         world.agree(written)?;
-        Ok(Some(index))
+        Ok(index)
     }
 
     fn record(&self, status: Status) -> RunRecord<'_, R> {
@@ -621,7 +644,7 @@ impl<'a, R: Real> Session<'a, R> {
         let Some(out) = &self.out else {
             return Failure::diverged(error);
         };
-        if let Err(e) = out.write_results(&self.record(status), None, None) {
+        if let Err(e) = out.write_results(&self.record(status), None) {
             return Failure::runtime(e);
         }
         let path = out.join(checkpoint::FILE_NAME);
@@ -645,13 +668,9 @@ impl<'a, R: Real> Session<'a, R> {
     /// staging directory and fails with exit code 4 or 130.
     fn finish(mut self, status: Status, stall: Option<Stall>) -> Result<Option<Summary>, Failure> {
         self.report.finish();
-        let (fields, shift) = self.fields()?;
-        let pieces = self.write_pieces(shift)?;
+        let fields = self.final_fields()?;
         let written = (self.out.as_ref())
-            .map(|out| {
-                let run = self.record(status);
-                out.write_results(&run, Some(&fields), pieces.as_deref())
-            })
+            .map(|out| out.write_results(&self.record(status), Some(&fields)))
             .transpose();
         let summary = self.job.world.agree(written.map_err(Failure::runtime))?;
         self.log_peak_memory();
@@ -843,6 +862,26 @@ fn checkpoint_pieces<R: Real>(
     });
     world.agree(index.map_err(Failure::runtime))?;
     Ok(())
+}
+
+/// The values (pressure as the backend keeps it) of the variables at the nodes `at`, each
+/// from the piece of the process whose block owns the node, to every process bit for bit.
+fn sample<R: Real>(job: &Job, pieces: &[Snapshot<R>], at: &[NodeVar]) -> Result<Vec<f64>, Failure> {
+    let size = job.world.rank_size().1;
+    let d = (job.loaded.case.decomposition(size)).map_err(|e| job.loaded.invalid(&e))?;
+    let extents = d.extents();
+    let mut values = vec![0.0; at.len()];
+    for ((var, node), value) in at.iter().zip(&mut values) {
+        let owner = &extents[d.owner(*node).0];
+        let points = ferroflow_ac::pieces::piece_points(&d, owner);
+        let Some(piece) = pieces.iter().find(|p| p.points == points) else {
+            continue;
+        };
+        let Points::Grid { n, offset, .. } = points;
+        let [i, j, k] = [0, 1, 2].map(|a| node[a] - offset[a]);
+        *value = piece.vars[*var][i + n[0] * (j + n[1] * k)].f64();
+    }
+    Ok(from_halves(&job.world.sum(to_halves(&values))))
 }
 
 /// The current state, gathered from every process (pressure as the backend keeps it).

@@ -160,6 +160,54 @@ mod under_mpirun {
         }
     }
 
+    /// The most memory each process holds, as run.log reports it, in MiB.
+    fn peaks(dir: &Path) -> Vec<f64> {
+        let log = fs::read_to_string(dir.join("run.log")).unwrap();
+        let line = log.lines().find(|l| l.starts_with("peak resident memory"));
+        let line = line.unwrap_or_else(|| panic!("no peak memory in {log}"));
+        let (_, mib) = line.split_once(": ").unwrap();
+        let mib = mib.trim_end_matches(" MiB").split(", ");
+        mib.map(|m| m.parse().unwrap()).collect()
+    }
+
+    /// Each of 4 processes holds its share of the grid, not the whole: at most 0.35 of the
+    /// one-process run's peak plus 50 MiB (the state is 1/4; the rest is code, MPI and the
+    /// profiles), with the results and a checkpoint written.
+    #[test]
+    #[ignore = "needs mpirun: run with --ignored, see README.md"]
+    fn each_process_holds_about_its_share_of_the_memory() {
+        let tmp = TempDir::new().unwrap();
+        let args = [
+            "run",
+            "-q",
+            "cavity3d-re100",
+            "--set",
+            "mesh.nodes=[129,129,129]",
+            "--set",
+            "numerics.max_iterations=10",
+            "--set",
+            "numerics.method=\"explicit\"",
+        ];
+        cargo_bin_cmd!("ferroflow")
+            .current_dir(tmp.path())
+            .args(args)
+            .args(["--out", "one"])
+            .assert()
+            .success();
+        let four_args = [&args[..], &["--out", "four"]].concat();
+        let out = mpirun(tmp.path(), 4, &four_args).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let one = peaks(&tmp.path().join("one"));
+        let four = peaks(&tmp.path().join("four"));
+        assert_eq!((one.len(), four.len()), (1, 4));
+        let bound = 0.35 * one[0] + 50.0;
+        assert!(
+            four.iter().all(|p| *p <= bound),
+            "peaks {four:?} MiB per process, one process {} MiB: the bound is {bound} MiB",
+            one[0]
+        );
+    }
+
     /// A checkpoint of several processes is written in pieces, one per block, by the process
     /// holding it (one generation kept), and a run restarted from it in any number of
     /// processes continues bit for bit.
