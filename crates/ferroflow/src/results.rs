@@ -91,12 +91,25 @@ pub struct OutputDir {
     _lock: File,
 }
 
-/// Iteration of a snapshot file `fields_<iteration>.vti`.
+/// Iteration of a snapshot `fields_<iteration>.vti`, or of the index `fields_<iteration>.pvti`
+/// and directory `fields_<iteration>` of several processes' pieces of one.
 fn snapshot_iteration(name: &str) -> Option<usize> {
-    name.strip_prefix("fields_")?
-        .strip_suffix(".vti")?
-        .parse()
-        .ok()
+    let name = name.strip_prefix("fields_")?;
+    let name = (name
+        .strip_suffix(".vti")
+        .or_else(|| name.strip_suffix(".pvti")))
+    .unwrap_or(name);
+    name.parse().ok()
+}
+
+/// Whether `name` is the file that names a snapshot (in `fields.pvd`), not its pieces.
+fn snapshot_index(name: &str) -> bool {
+    snapshot_iteration(name).is_some() && (name.ends_with(".vti") || name.ends_with(".pvti"))
+}
+
+/// The directory of the pieces of the snapshot at `iteration` over several processes.
+pub fn snapshot_pieces(iteration: usize) -> String {
+    format!("fields_{iteration:08}")
 }
 
 /// Whether `name` is a file of a result set, or what an interrupted write of one left.
@@ -155,7 +168,7 @@ impl OutputDir {
         iteration: usize,
         compress: bool,
     ) -> io::Result<()> {
-        let name = format!("fields_{iteration:08}.vti");
+        let name = format!("{}.vti", snapshot_pieces(iteration));
         let names = problem.variable_names();
         let snapshot = fields.snapshot();
         vtk::write_image_data(
@@ -165,6 +178,27 @@ impl OutputDir {
             &snapshot,
             compress,
         )?;
+        self.add_snapshot(iteration, name)
+    }
+
+    /// Writes the index `fields_<iteration>.pvti` of a snapshot whose `pieces` (`(file,
+    /// points)`) every process wrote into [`snapshot_pieces`], and adds it to `fields.pvd`.
+    pub fn write_snapshot_index<R: Real>(
+        &mut self,
+        problem: &Problem<R>,
+        pieces: &[(String, Points)],
+        iteration: usize,
+    ) -> io::Result<()> {
+        let name = format!("{}.pvti", snapshot_pieces(iteration));
+        let (names, l) = (problem.variable_names(), problem.layout);
+        let whole = Points::grid(l.dim, l.n);
+        let path = self.join(&name);
+        vtk::write_parallel_image_data::<R>(&path, names, problem.spacing, whole, pieces)?;
+        self.add_snapshot(iteration, name)
+    }
+
+    /// Lists snapshot `name` at `iteration` in `fields.pvd`.
+    fn add_snapshot(&mut self, iteration: usize, name: String) -> io::Result<()> {
         self.snapshots.push((iteration, name));
         vtk::write_collection(&self.join("fields.pvd"), &self.snapshots)
     }
@@ -263,15 +297,19 @@ impl OutputDir {
     }
 }
 
-/// Removes the file or directory `path`, if there is one.
+/// Removes the file or directory `path`, if there is one; errors name it.
 fn remove(path: &Path) -> io::Result<()> {
-    let removed = match fs::symlink_metadata(path) {
+    remove_entry(path).map_err(|e| naming(path, e))
+}
+
+/// [`remove`], errors as the system gives them.
+fn remove_entry(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => fs::remove_dir_all(path),
         Ok(_) => fs::remove_file(path),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
-    };
-    removed.map_err(|e| naming(path, e))
+    }
 }
 
 /// Names of the entries of directory `dir`.
@@ -424,17 +462,30 @@ fn stage(
         match (keep, continued) {
             // The log is appended to, so it is copied; snapshots are never rewritten.
             (true, false) if name == LOG_FILE => fs::copy(&from, &to).map(drop),
-            (true, false) => fs::hard_link(&from, &to).or_else(|_| fs::copy(&from, &to).map(drop)),
-            (false, true) => fs::remove_file(&to),
+            (true, false) => link_or_copy(&from, &to),
+            (false, true) => remove_entry(&to),
             _ => Ok(()),
         }
         .map_err(|e| naming(&to, e))?;
-        if let (Some(i), true) = (snapshot, keep) {
+        if let (Some(i), true) = (snapshot, keep && snapshot_index(&name)) {
             snapshots.push((i, name));
         }
     }
     snapshots.sort();
     Ok(snapshots)
+}
+
+/// Links file `from` as `to` (copies it where links cannot be made); a directory (a
+/// snapshot's pieces) is made anew with its files linked.
+fn link_or_copy(from: &Path, to: &Path) -> io::Result<()> {
+    if from.is_dir() {
+        fs::create_dir(to)?;
+        for name in names(from)? {
+            link_or_copy(&from.join(&name), &to.join(&name))?;
+        }
+        return Ok(());
+    }
+    fs::hard_link(from, to).or_else(|_| fs::copy(from, to).map(drop))
 }
 
 /// The directory `path` names: "." for an empty one (the parent of a bare file name).

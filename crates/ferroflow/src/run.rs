@@ -458,9 +458,17 @@ impl<'a, R: Real> Session<'a, R> {
             }),
             Callback::new(Schedule::Iterations(output.field_interval), |p, backend| {
                 // The last fields are the results, not a snapshot.
-                if !p.last {
+                let iteration = p.iteration();
+                if !p.last && world.rank_size().1 > 1 {
+                    // Pieces, as the final fields: no process gathers the grid.
+                    let (pieces, shift) = pieces_and_shift(job, problem, backend)?;
+                    let dir = results::snapshot_pieces(iteration);
+                    let index = write_pieces(job, problem, &dir, pieces, shift)?;
+                    write_first(out, job, |out| {
+                        out.write_snapshot_index(problem, &index, iteration)
+                    })?;
+                } else if !p.last {
                     let (fields, _) = referenced(problem, backend, world)?;
-                    let iteration = p.iteration();
                     write_first(out, job, |out| {
                         out.write_snapshot(problem, &fields, iteration, output.compress)
                     })?;
@@ -571,7 +579,7 @@ impl<'a, R: Real> Session<'a, R> {
         });
         let values: Vec<f64> = referenced.collect();
         let sampled = Sampled::new(problem.layout, &at, &values);
-        let index = self.write_pieces(pieces, shift)?;
+        let index = write_pieces(self.job, problem, results::PIECES, pieces, shift)?;
         Ok(Final::Pieces(index, sampled))
     }
 
@@ -588,40 +596,6 @@ impl<'a, R: Real> Session<'a, R> {
             "peak resident memory{which}: {} MiB",
             mib.join(", ")
         ));
-    }
-
-    /// Over several processes: every process writes `pieces`, its pieces of the final fields
-    /// (pressure shifted by `shift`, as the fields are), as `.vti` files into the staging
-    /// directory's [`results::PIECES`]; returns the index of every process's pieces for
-    /// `fields.pvti`.
-    fn write_pieces(
-        &self,
-        pieces: Vec<Snapshot<R>>,
-        shift: R,
-    ) -> Result<Vec<(String, Points)>, Failure> {
-        let world = self.job.world;
-        let case = &self.job.loaded.case;
-        let file = |points: &Points| piece_file(results::PIECES, points, "vti");
-        let index = every_piece(self.job)?
-            .into_iter()
-            .map(|points| (file(&points), points))
-            .collect();
-        let staging = self.job.out.join(results::STAGING);
-        let names = self.problem.variable_names();
-        let written = (|| {
-            fs::create_dir_all(staging.join(results::PIECES))
-                .map_err(|e| Failure::runtime(naming(&staging.join(results::PIECES), e)))?;
-            for mut piece in pieces {
-                piece.vars[0].iter_mut().for_each(|x| *x = *x - shift);
-                let path = staging.join(file(&piece.points));
-                let (spacing, compress) = (self.problem.spacing, case.output.compress);
-                vtk::write_image_data(&path, names, spacing, &piece, compress)
-                    .map_err(Failure::runtime)?;
-            }
-            Ok(())
-        })();
-        world.agree(written)?;
-        Ok(index)
     }
 
     fn record(&self, status: Status) -> RunRecord<'_, R> {
@@ -862,6 +836,54 @@ fn checkpoint_pieces<R: Real>(
     });
     world.agree(index.map_err(Failure::runtime))?;
     Ok(())
+}
+
+/// Over several processes: every process writes `pieces`, its pieces of the fields (pressure
+/// shifted by `shift`, as the fields are), as `.vti` files into the staging directory's
+/// `dir`; returns the index of every process's pieces, for a `.pvti`.
+fn write_pieces<R: Real>(
+    job: &Job,
+    problem: &Problem<R>,
+    dir: &str,
+    pieces: Vec<Snapshot<R>>,
+    shift: R,
+) -> Result<Vec<(String, Points)>, Failure> {
+    let file = |points: &Points| piece_file(dir, points, "vti");
+    let index = every_piece(job)?
+        .into_iter()
+        .map(|points| (file(&points), points))
+        .collect();
+    let staging = job.out.join(results::STAGING);
+    let (names, spacing) = (problem.variable_names(), problem.spacing);
+    let compress = job.loaded.case.output.compress;
+    let written = (|| {
+        fs::create_dir_all(staging.join(dir))
+            .map_err(|e| Failure::runtime(naming(&staging.join(dir), e)))?;
+        for mut piece in pieces {
+            piece.vars[0].iter_mut().for_each(|x| *x = *x - shift);
+            let path = staging.join(file(&piece.points));
+            vtk::write_image_data(&path, names, spacing, &piece, compress)
+                .map_err(Failure::runtime)?;
+        }
+        Ok(())
+    })();
+    job.world.agree(written)?;
+    Ok(index)
+}
+
+/// Over several processes: this process's pieces of the current state (pressure as the
+/// backend keeps it), and the pressure at the reference node (from the process that has it).
+fn pieces_and_shift<R: Real>(
+    job: &Job,
+    problem: &Problem<R>,
+    backend: &mut (impl Backend<Real = R> + ?Sized),
+) -> Result<(Vec<Snapshot<R>>, R), Failure> {
+    let world = job.world;
+    let pieces = backend
+        .pieces()
+        .map_err(|e| world.fail_alone(Failure::runtime(e)))?;
+    let shift = sample(job, &pieces, &[(0, problem.pressure_ref)])?;
+    Ok((pieces, R::of(shift[0])))
 }
 
 /// The values (pressure as the backend keeps it) of the variables at the nodes `at`, each

@@ -89,6 +89,15 @@ def final_fields(run):
     return pvti if os.path.exists(pvti) else os.path.join(run, "fields.vti")
 
 
+def snapshot_in(run, path):
+    """The snapshot of `run` at the iteration of snapshot `path`: the same file name, or the one
+    file of one process where `path` is the index of several processes' pieces."""
+    there = os.path.join(run, os.path.basename(path))
+    if not os.path.exists(there) and there.endswith(".pvti"):
+        there = there[: -len(".pvti")] + ".vti"
+    return there
+
+
 def main():
     run, precision = sys.argv[1], sys.argv[2]
     reference = sys.argv[3] if len(sys.argv) > 3 else None
@@ -107,7 +116,7 @@ def main():
         arrays = read(path, grid, precision)
         check_values(path, arrays, grid, final)
         if reference is not None:
-            there = final_fields(reference) if final else os.path.join(reference, os.path.basename(path))
+            there = final_fields(reference) if final else snapshot_in(reference, path)
             other = read(there, grid, precision)
             for name, values in arrays.items():
                 if not (values == other[name]).all():
