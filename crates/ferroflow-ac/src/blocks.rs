@@ -54,13 +54,13 @@ pub fn block_problem<R: Real>(
     for a in 0..d.dim {
         lengths[a] = problem.spacing[a] * (layout.n[a] - 1) as f64;
     }
-    let mut p = Problem::new(
-        layout,
-        lengths,
-        problem.physics,
-        problem.numerics,
-        cut(&problem.initial),
-    )?;
+    // Each block its own values: from the rule where there is one (no process then holds the
+    // whole grid's), else cut from the whole grid's.
+    let initial = match &problem.rule {
+        Some(rule) => rule.fields(layout, b.origin, d.n, problem.initial.vars.len()),
+        None => cut(&problem.initial),
+    };
+    let mut p = Problem::new(layout, lengths, problem.physics, problem.numerics, initial)?;
     // Exactly the whole grid's spacing (not recomputed from rounded lengths).
     p.spacing = problem.spacing;
     p.energy = problem.energy;

@@ -26,5 +26,5 @@ pub use decomposed::Decomposed;
 pub use iteration::AcKernels;
 pub use limits::{OutOfBounds, Unresolvable, BOUND_MARGIN};
 pub use problem::{
-    Energy, Implicit, Method, Numerics, Physics, Problem, Relax, Relaxation, SideBc,
+    Energy, Implicit, InitialRule, Method, Numerics, Physics, Problem, Relax, Relaxation, SideBc,
 };

@@ -188,11 +188,11 @@ impl<R: Real> Problem<R> {
             .copied()
             .filter(|s| self.sides[*s as usize] == crate::SideBc::Wall)
             .collect();
-        l.for_each_node(|i, j, k, o| {
+        l.for_each_node(|i, j, k, _| {
             let at = [i, j, k];
             let on = |s: &Side| at[s.axis()] == if s.is_high() { l.n[s.axis()] - 1 } else { 0 };
             if isothermal.iter().any(on) {
-                let v = self.initial.vars[t][o].f64();
+                let v = self.initial_value(t, at);
                 range = Some(range.map_or((v, v), |(a, b)| (a.min(v), b.max(v))));
             }
         });

@@ -1,4 +1,6 @@
 use ferroflow_core::{Fields, Layout, ProblemError, Real, MIN_NODES};
+use rayon::prelude::*;
+use std::sync::Arc;
 
 /// Fluid properties.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -152,6 +154,75 @@ pub struct Energy {
     pub t_ref: f64,
 }
 
+/// The initial state of a problem as a rule: the values of every variable at a node of the
+/// whole grid, by its global index. A problem cut into blocks keeps it, so that each block
+/// evaluates its own nodes and no process needs the whole grid's values
+/// ([`Problem::initial_value`], [`crate::blocks::block_problem`]).
+#[derive(Clone)]
+pub struct InitialRule(pub Arc<NodeValuesFn>);
+
+/// Writes the values of every variable at a node, by its global index, into the slice.
+pub type NodeValuesFn = dyn Fn([usize; 3], &mut [f64]) + Send + Sync;
+
+impl std::fmt::Debug for InitialRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InitialRule")
+    }
+}
+
+impl InitialRule {
+    /// `vars` variables on `layout`, whose local node 0 is node `origin` of a grid of `n` nodes
+    /// per axis: the rule's values at the grid's nodes, zero in the ghost layer around it (as
+    /// the whole grid's fields hold them).
+    pub fn fields<R: Real>(
+        &self,
+        layout: Layout,
+        origin: [usize; 3],
+        n: [usize; 3],
+        vars: usize,
+    ) -> Fields<R> {
+        let mut f = Fields::zeros(layout, vars);
+        let g = layout.ghost.map(|g| g as isize);
+        let plane = layout.stride[2];
+        // Plane by plane in parallel: every variable's part of each plane.
+        let mut planes: Vec<Vec<&mut [R]>> = Vec::new();
+        for var in &mut f.vars {
+            for (p, values) in var.chunks_mut(plane).enumerate() {
+                if planes.len() <= p {
+                    planes.push(Vec::new());
+                }
+                planes[p].push(values);
+            }
+        }
+        planes
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(p, mut vars)| {
+                let k = p as isize - g[2];
+                let mut values = vec![0.0; vars.len()];
+                for j in -g[1]..layout.n[1] as isize + g[1] {
+                    for i in -g[0]..layout.n[0] as isize + g[0] {
+                        let local = [i, j, k];
+                        let global: [isize; 3] =
+                            std::array::from_fn(|a| origin[a] as isize + local[a]);
+                        if (0..3).any(|a| global[a] < 0 || global[a] >= n[a] as isize) {
+                            continue;
+                        }
+                        (self.0)(global.map(|x| x as usize), &mut values);
+                        let o = layout.index(i, j, k) - p * plane;
+                        // Zeros are there already: pages left unwritten stay out of memory.
+                        for (var, v) in vars.iter_mut().zip(&values) {
+                            if v.to_bits() != 0 {
+                                var[o] = R::of(*v);
+                            }
+                        }
+                    }
+                }
+            });
+        f
+    }
+}
+
 /// Everything a backend needs to iterate one block.
 #[derive(Debug, Clone)]
 pub struct Problem<R: Real> {
@@ -167,8 +238,11 @@ pub struct Problem<R: Real> {
     pub sides: [SideBc; 6],
     /// Node whose pressure is the reference (p = 0 there).
     pub pressure_ref: [usize; 3],
-    /// Initial state; its boundary-node velocities are the Dirichlet data of the walls.
+    /// Initial state; its boundary-node velocities are the Dirichlet data of the walls. Without
+    /// values (zeros never written) where `rule` gives them instead.
     pub initial: Fields<R>,
+    /// The rule `initial` comes from, when there is one.
+    pub rule: Option<InitialRule>,
     /// Source term per equation (manufactured solutions), if any.
     pub source: Option<Fields<R>>,
     /// The energy equation, if solved: temperature is then the variable after the velocity.
@@ -250,6 +324,7 @@ impl<R: Real> Problem<R> {
             sides: [SideBc::Wall; 6],
             pressure_ref: layout.n.map(|n| n / 2),
             initial,
+            rule: None,
             source: None,
             energy: None,
         })
@@ -310,6 +385,21 @@ impl<R: Real> Problem<R> {
             (2, true) => &["p", "u", "v", "T"],
             (_, false) => &["p", "u", "v", "w"],
             (_, true) => &["p", "u", "v", "w", "T"],
+        }
+    }
+
+    /// The initial value of variable `var` at node `node`: from the rule where there is one.
+    pub fn initial_value(&self, var: usize, node: [usize; 3]) -> f64 {
+        match &self.rule {
+            Some(rule) => {
+                let mut values = vec![0.0; self.equations()];
+                (rule.0)(node, &mut values);
+                values[var]
+            }
+            None => {
+                let [i, j, k] = node;
+                self.initial.at(var, i, j, k).f64()
+            }
         }
     }
 

@@ -1,6 +1,6 @@
 //! Lid-driven cavity: problem set-up, centreline profiles and comparison with reference data.
 use crate::reference::Profile;
-use crate::walls::{box_problem, Wall};
+use crate::walls::{box_problem, Values, Wall};
 use ferroflow_ac::{Numerics, Physics, Problem};
 use ferroflow_core::{NodeValues, ProblemError, Real, Side};
 
@@ -18,7 +18,8 @@ pub fn lid_driven<R: Real>(
         viscosity: lid / reynolds,
         density: 1.0,
     };
-    box_problem(dim, n, 1.0, physics, numerics, &lid_walls(dim, lid), None)
+    let walls = lid_walls(dim, lid);
+    box_problem(dim, n, 1.0, physics, numerics, &walls, None, Values::Whole)
 }
 
 /// The walls of the lid-driven cavity: `ymax` moving with u = `lid`, the others at rest.

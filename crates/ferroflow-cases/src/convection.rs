@@ -17,7 +17,7 @@
 //! z = L/2), with positions.
 use crate::cavity::interpolate;
 use crate::reference;
-use crate::walls::{box_problem, temperature_range, Wall};
+use crate::walls::{box_problem, temperature_range, Values, Wall};
 use ferroflow_ac::{Energy, Numerics, Physics, Problem};
 use ferroflow_core::{NodeValues, ProblemError, Real, Side};
 use serde::Serialize;
@@ -160,18 +160,20 @@ impl HeatedCavity {
         n: [usize; 3],
         numerics: Numerics,
     ) -> Result<Problem<R>, ProblemError> {
-        self.problem_with_walls(dim, n, numerics, &heated_walls(dim, self.delta_t))
+        let walls = heated_walls(dim, self.delta_t);
+        self.problem_with_walls(dim, n, numerics, &walls, Values::Whole)
     }
 
     /// The box with `walls` (one per side), whose isothermal walls span ΔT: the Boussinesq
     /// reference temperature, and the fluid's initial one, is the mean of the hottest and the
-    /// coldest wall.
+    /// coldest wall; `values` as [`box_problem`] says.
     pub fn problem_with_walls<R: Real>(
         &self,
         dim: usize,
         n: [usize; 3],
         numerics: Numerics,
         walls: &[Wall],
+        values: Values,
     ) -> Result<Problem<R>, ProblemError> {
         let (cold, hot) = temperature_range(walls).ok_or_else(no_temperature_range)?;
         let physics = Physics {
@@ -187,7 +189,17 @@ impl HeatedCavity {
             buoyancy: self.buoyancy,
             t_ref: 0.5 * (hot + cold),
         };
-        box_problem(dim, n, self.length, physics, numerics, walls, Some(energy))
+        let energy = Some(energy);
+        box_problem(
+            dim,
+            n,
+            self.length,
+            physics,
+            numerics,
+            walls,
+            energy,
+            values,
+        )
     }
 
     /// Heat transfer and flow figures of a solution (`fields` of a problem from

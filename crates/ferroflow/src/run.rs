@@ -383,7 +383,12 @@ impl<'a, R: Real> Session<'a, R> {
         StateSize::of(case, equations, decomposition.count())
             .map_err(invalid)?
             .fits(&case.case.name, share)?;
-        let problem = case.problem::<R>().map_err(invalid)?;
+        // Over several processes each block evaluates its own initial values.
+        let problem = match job.world.rank_size().1 {
+            1 => case.problem::<R>(),
+            _ => case.problem_in_blocks::<R>(),
+        };
+        let problem = problem.map_err(invalid)?;
         check_resolvable(case, &problem).map_err(invalid)?;
         let (mut backend, backend_line) = make_backend(
             &problem,

@@ -8,7 +8,7 @@
 //! schema v1 (`[grid]`, `case.kind`, the lid velocity and the wall temperatures in `[physics]`)
 //! are still read ([`v1`]), as the same case.
 use crate::convection::{no_temperature_range, HeatedCavity};
-use crate::walls::{box_problem, temperature_range, Wall, PATCHES};
+use crate::walls::{box_problem, temperature_range, Values, Wall, PATCHES};
 use ferroflow_ac::{Implicit, Method, Numerics, Physics, Problem, Relaxation};
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Layout, ProblemError, Real, Side};
@@ -1093,6 +1093,17 @@ impl Case {
 
     /// The problem in precision `R`.
     pub fn problem<R: Real>(&self) -> Result<Problem<R>, ProblemError> {
+        self.problem_holding(Values::Whole)
+    }
+
+    /// The problem in precision `R` for a grid cut into blocks over several processes: its
+    /// initial state as a rule only, which each block evaluates on its own nodes.
+    pub fn problem_in_blocks<R: Real>(&self) -> Result<Problem<R>, ProblemError> {
+        self.problem_holding(Values::RuleOnly)
+    }
+
+    /// The problem in precision `R`, with the initial values `values` says.
+    fn problem_holding<R: Real>(&self, values: Values) -> Result<Problem<R>, ProblemError> {
         let n = self.nodes()?;
         let (dim, walls) = (self.mesh.dim, self.walls()?);
         match self.physics.model {
@@ -1116,11 +1127,11 @@ impl Case {
                     u_ref: u,
                     ..self.numerics()
                 };
-                box_problem(dim, n, length, physics, numerics, &walls, None)
+                box_problem(dim, n, length, physics, numerics, &walls, None, values)
             }
             Model::Boussinesq => {
                 self.heated_cavity()?
-                    .problem_with_walls(dim, n, self.numerics(), &walls)
+                    .problem_with_walls(dim, n, self.numerics(), &walls, values)
             }
         }
     }
