@@ -427,7 +427,9 @@ pub const KEYS: [KeyDoc; 44] = [
         "-",
         "`\"peer\"`, `\"host\"`",
         "How halos travel between GPU blocks: device to device (`peer`), or staged through \
-         host memory (`host`)",
+         host memory (`host`). Between MPI processes `peer` goes GPU to GPU through memory the \
+         processes of one machine share, else by MPI (from GPU memory where it is CUDA-aware); \
+         `host` by MPI through pinned host memory",
     ),
     key(
         "parallel.packing",
