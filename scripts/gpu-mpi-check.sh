@@ -15,6 +15,7 @@
 set -u
 f=${1:?usage: scripts/gpu-mpi-check.sh FERROFLOW_BINARY DEVICES [--bench]}
 devices=${2:?DEVICES, e.g. [0,1]}
+bench=${3:-}
 export FERROFLOW_CUDA_CACHE_DIR=${FERROFLOW_CUDA_CACHE_DIR:-/tmp/ferroflow-gpu-mpi-cache}
 out=$(mktemp -d)
 mpi=(timeout 300 mpirun --allow-run-as-root --oversubscribe)
@@ -66,7 +67,7 @@ if "${mpi[@]}" -np 2 "$f" run -q --restart "$out/peer-2-121/checkpoint.ffcp" \
 else
   echo "FAILED: restart"; tail -n 5 "$out/restart.txt"; bad=$((bad + 1))
 fi
-if [ "${3:-}" = --bench ]; then
+if [ "$bench" = --bench ]; then
   b=(bench --backend cuda --energy --n2d --n3d 513 --blocks 1,2,1 --precision f64 --repeats 3
     --devices "$(echo "$devices" | tr -d '[]')")
   for w in "" --weak; do
