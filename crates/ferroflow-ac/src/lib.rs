@@ -17,6 +17,7 @@ mod decomposed;
 pub mod implicit;
 pub mod iteration;
 mod limits;
+pub mod multigrid;
 pub mod pieces;
 mod problem;
 

@@ -1,0 +1,260 @@
+//! Multigrid over the node-centred grids (the first part of the full-approximation scheme):
+//! the hierarchy of grids, each taking every other node of the one above, and the transfers
+//! between neighbouring levels. Boundary nodes carry the walls' data on every level, so the
+//! transfers act on interior nodes and leave boundary nodes to injection.
+//!
+//! - [`levels`]: node counts per axis of each level, finest first.
+//! - [`inject`]: a fine grid's values at the coarse grid's nodes (the FAS start of a coarse
+//!   level's state).
+//! - [`restrict`]: full weighting, the tensor product of (1/4, 1/2, 1/4) along each axis, for
+//!   residuals: it keeps linear functions exactly and is the transpose of [`prolong_add`]
+//!   divided by 2^dim.
+//! - [`prolong_add`]: (bi/tri)linear interpolation of a coarse correction, added to the fine
+//!   grid's interior.
+use ferroflow_core::{Fields, Layout, Real};
+
+/// Node counts per axis of each level of a grid of `n` nodes per axis (`dim` active axes),
+/// finest first. A level is added while every active axis has an odd count (an even number of
+/// intervals, so that every other node is a node of the coarser grid), the coarser grid keeps
+/// at least `min` nodes on each active axis, and there are fewer than `max` levels. A grid that
+/// does not coarsen well keeps fewer levels (one: no multigrid).
+pub fn levels(dim: usize, n: [usize; 3], min: usize, max: usize) -> Vec<[usize; 3]> {
+    let mut all = vec![n];
+    loop {
+        let fine = all[all.len() - 1];
+        let halves = (0..dim).all(|a| (fine[a] - 1) % 2 == 0 && (fine[a] - 1) / 2 + 1 >= min);
+        if !halves || all.len() >= max {
+            return all;
+        }
+        let mut coarse = fine;
+        for c in coarse.iter_mut().take(dim) {
+            *c = (*c - 1) / 2 + 1;
+        }
+        all.push(coarse);
+    }
+}
+
+/// Checks that `coarse` is the grid of every other node of `fine`.
+fn check_pair(fine: &Layout, coarse: &Layout) {
+    assert_eq!(fine.dim, coarse.dim, "levels of one grid");
+    for a in 0..fine.dim {
+        assert_eq!(
+            fine.n[a],
+            2 * (coarse.n[a] - 1) + 1,
+            "every other node on axis {a}"
+        );
+    }
+}
+
+/// The fine grid's values at the coarse grid's nodes, every node (boundary nodes included).
+pub fn inject<R: Real>(fine: &Fields<R>, coarse: &mut Fields<R>) {
+    let (fl, cl) = (fine.layout, coarse.layout);
+    check_pair(&fl, &cl);
+    let step = step(&cl);
+    for (c, f) in coarse.vars.iter_mut().zip(&fine.vars) {
+        cl.for_each_node(|i, j, k, o| {
+            let [fi, fj, fk] = [i * step[0], j * step[1], k * step[2]].map(|x| x as isize);
+            c[o] = f[fl.index(fi, fj, fk)];
+        });
+    }
+}
+
+/// 2 along active axes, 1 along the others.
+fn step(l: &Layout) -> [usize; 3] {
+    std::array::from_fn(|a| if a < l.dim { 2 } else { 1 })
+}
+
+/// Full-weighting restriction of `fine` to the interior nodes of `coarse` (its boundary
+/// nodes are left as they are): at each coarse node, the weighted sum of the fine nodes
+/// around its fine twin, weights (1/4, 1/2, 1/4) along each active axis.
+pub fn restrict<R: Real>(fine: &Fields<R>, coarse: &mut Fields<R>) {
+    let (fl, cl) = (fine.layout, coarse.layout);
+    check_pair(&fl, &cl);
+    let step = step(&cl);
+    let weight = |d: isize| if d == 0 { 0.5 } else { 0.25 };
+    // Offsets along inactive axes are 0 only.
+    let span = |a: usize| if a < cl.dim { -1..=1 } else { 0..=0 };
+    for (c, f) in coarse.vars.iter_mut().zip(&fine.vars) {
+        cl.for_each_node(|i, j, k, o| {
+            let at = [i, j, k];
+            if (0..cl.dim).any(|a| at[a] == 0 || at[a] == cl.n[a] - 1) {
+                return;
+            }
+            let centre = [0, 1, 2].map(|a| (at[a] * step[a]) as isize);
+            let mut sum = 0.0;
+            for dk in span(2) {
+                for dj in span(1) {
+                    for di in span(0) {
+                        let w = [di, dj, dk]
+                            .iter()
+                            .take(cl.dim)
+                            .map(|d| weight(*d))
+                            .product::<f64>();
+                        let node = fl.index(centre[0] + di, centre[1] + dj, centre[2] + dk);
+                        sum += w * f[node].f64();
+                    }
+                }
+            }
+            c[o] = R::of(sum);
+        });
+    }
+}
+
+/// Adds the (bi/tri)linear interpolation of `coarse` to the interior nodes of `fine` (its
+/// boundary nodes are left as they are): a fine node midway between coarse nodes along some
+/// axes takes the mean of the coarse nodes around it.
+pub fn prolong_add<R: Real>(coarse: &Fields<R>, fine: &mut Fields<R>) {
+    let (fl, cl) = (fine.layout, coarse.layout);
+    check_pair(&fl, &cl);
+    for (f, c) in fine.vars.iter_mut().zip(&coarse.vars) {
+        fl.for_each_node(|i, j, k, o| {
+            let at = [i, j, k];
+            if (0..fl.dim).any(|a| at[a] == 0 || at[a] == fl.n[a] - 1) {
+                return;
+            }
+            // Along each active axis: the coarse node below, and whether the fine node lies
+            // midway to the next one.
+            let below: [usize; 3] = std::array::from_fn(|a| if a < fl.dim { at[a] / 2 } else { 0 });
+            let midway: [bool; 3] = std::array::from_fn(|a| a < fl.dim && at[a] % 2 == 1);
+            let mut sum = 0.0;
+            let mut count = 0;
+            for corner in 0..8usize {
+                let up = [corner & 1 == 1, corner & 2 == 2, corner & 4 == 4];
+                if (0..3).any(|a| up[a] && !midway[a]) {
+                    continue;
+                }
+                let node = [0, 1, 2].map(|a| (below[a] + up[a] as usize) as isize);
+                sum += c[cl.index(node[0], node[1], node[2])].f64();
+                count += 1;
+            }
+            f[o] = R::of(f[o].f64() + sum / count as f64);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grids_coarsen_while_every_axis_halves_and_keeps_enough_nodes() {
+        assert_eq!(
+            levels(2, [129, 129, 1], 5, 20),
+            [
+                [129, 129, 1],
+                [65, 65, 1],
+                [33, 33, 1],
+                [17, 17, 1],
+                [9, 9, 1],
+                [5, 5, 1]
+            ]
+        );
+        assert_eq!(levels(2, [129, 129, 1], 5, 3).len(), 3);
+        // 3 · 2^k + 1: stops where 7 would give 4.
+        assert_eq!(
+            levels(3, [97, 49, 25], 5, 20),
+            [[97, 49, 25], [49, 25, 13], [25, 13, 7]]
+        );
+        // An even node count (odd intervals) does not coarsen.
+        assert_eq!(levels(2, [100, 129, 1], 3, 20), [[100, 129, 1]]);
+    }
+
+    /// A field of `vars` variables on `layout`, each `value(var, x, y, z)` at the nodes.
+    fn field(layout: Layout, vars: usize, value: impl Fn(usize, [f64; 3]) -> f64) -> Fields<f64> {
+        let mut f = Fields::zeros(layout, vars);
+        for (v, values) in f.vars.iter_mut().enumerate() {
+            layout.for_each_node(|i, j, k, o| {
+                values[o] = value(v, [i as f64, j as f64, k as f64]);
+            });
+        }
+        f
+    }
+
+    /// A linear function of the fine grid's coordinates (coarse node (i, j, k) sits at fine
+    /// node (2i, 2j, 2k)).
+    fn linear(v: usize, x: [f64; 3]) -> f64 {
+        1.5 + v as f64 - 0.25 * x[0] + 0.125 * x[1] + 0.5 * x[2]
+    }
+
+    #[test]
+    fn transfers_keep_linear_functions() {
+        for (dim, fine_n, coarse_n) in [(2, [17, 9, 1], [9, 5, 1]), (3, [9, 17, 5], [5, 9, 3])] {
+            let (fl, cl) = (Layout::new(dim, fine_n), Layout::new(dim, coarse_n));
+            let fine = field(fl, 2, linear);
+            let on_coarse = |v: usize, x: [f64; 3]| linear(v, x.map(|c| 2.0 * c));
+            let on_coarse = |v, x: [f64; 3]| {
+                let mut x = x;
+                x.iter_mut().skip(dim).for_each(|c| *c = 0.0);
+                on_coarse(v, x)
+            };
+            let expected = field(cl, 2, on_coarse);
+            let mut injected = Fields::zeros(cl, 2);
+            inject(&fine, &mut injected);
+            assert_eq!(injected.vars, expected.vars, "{dim}D injection");
+            let mut restricted = expected.clone();
+            restrict(&fine, &mut restricted);
+            for (r, e) in restricted.vars.iter().zip(&expected.vars) {
+                for (a, b) in r.iter().zip(e) {
+                    assert!((a - b).abs() < 1e-13, "{dim}D restriction: {a} against {b}");
+                }
+            }
+            // Prolongation onto a zero interior gives the linear function back there.
+            let mut prolonged = field(fl, 2, |v, x| {
+                let boundary = (0..dim).any(|a| x[a] == 0.0 || x[a] == (fine_n[a] - 1) as f64);
+                if boundary {
+                    linear(v, x)
+                } else {
+                    0.0
+                }
+            });
+            prolong_add(&expected, &mut prolonged);
+            for (p, e) in prolonged.vars.iter().zip(&fine.vars) {
+                for (a, b) in p.iter().zip(e) {
+                    assert!(
+                        (a - b).abs() < 1e-13,
+                        "{dim}D prolongation: {a} against {b}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn full_weighting_is_the_transpose_of_interpolation_over_two_to_the_dim() {
+        // Fields zero on the boundary, varying inside (no symmetry to hide a wrong weight).
+        for (dim, fine_n, coarse_n) in [(2, [17, 9, 1], [9, 5, 1]), (3, [9, 9, 5], [5, 5, 3])] {
+            let (fl, cl) = (Layout::new(dim, fine_n), Layout::new(dim, coarse_n));
+            let inside =
+                |l: Layout, x: [f64; 3]| (0..dim).all(|a| x[a] > 0.0 && x[a] < (l.n[a] - 1) as f64);
+            let v = field(fl, 1, |_, x| {
+                if inside(fl, x) {
+                    (x[0] * 1.3 + x[1] * x[1] * 0.7 + x[2]).sin()
+                } else {
+                    0.0
+                }
+            });
+            let u = field(cl, 1, |_, x| {
+                if inside(cl, x) {
+                    (x[0] * 0.9 - x[1] + 2.0 * x[2]).cos()
+                } else {
+                    0.0
+                }
+            });
+            let dot = |a: &Fields<f64>, b: &Fields<f64>| {
+                let mut s = 0.0;
+                a.layout
+                    .for_each_node(|_, _, _, o| s += a.vars[0][o] * b.vars[0][o]);
+                s
+            };
+            let mut rv = Fields::zeros(cl, 1);
+            restrict(&v, &mut rv);
+            let mut pu = Fields::zeros(fl, 1);
+            prolong_add(&u, &mut pu);
+            let (left, right) = ((1 << dim) as f64 * dot(&rv, &u), dot(&v, &pu));
+            assert!(
+                (left - right).abs() < 1e-12 * right.abs().max(1.0),
+                "{dim}D: {left} against {right}"
+            );
+        }
+    }
+}
