@@ -61,22 +61,29 @@ pub struct Device {
     pub multiprocessors: u32,
 }
 
+/// The devices the driver sees (at least one), or exactly why there are none to use: no
+/// driver, no NVRTC, no device.
+pub fn device_count() -> Result<usize, BackendError> {
+    // SAFETY: only tries to open the library by its names; nothing is called in it.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(unavailable(NO_DRIVER));
+    }
+    if !compile::nvrtc_available() {
+        return Err(unavailable(NO_NVRTC));
+    }
+    let count = CudaContext::device_count()
+        .map_err(|e| unavailable(format!("no CUDA device: the driver reports {e}")))?;
+    if count <= 0 {
+        return Err(unavailable("no CUDA device: the driver sees none"));
+    }
+    Ok(count as usize)
+}
+
 impl Device {
     /// Opens device `ordinal`, or says exactly why it cannot: no driver, no NVRTC, no device.
     pub fn open(ordinal: usize) -> Result<Device, BackendError> {
-        // SAFETY: only tries to open the library by its names; nothing is called in it.
-        if !unsafe { sys::is_culib_present() } {
-            return Err(unavailable(NO_DRIVER));
-        }
-        if !compile::nvrtc_available() {
-            return Err(unavailable(NO_NVRTC));
-        }
-        let count = CudaContext::device_count()
-            .map_err(|e| unavailable(format!("no CUDA device: the driver reports {e}")))?;
-        if count <= 0 {
-            return Err(unavailable("no CUDA device: the driver sees none"));
-        }
-        if ordinal >= count as usize {
+        let count = device_count()?;
+        if ordinal >= count {
             return Err(unavailable(format!(
                 "no CUDA device {ordinal}: the driver sees {count}"
             )));

@@ -26,8 +26,9 @@ const LAUNCHER_VARIABLES: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX
 #[derive(Clone)]
 pub struct Mpi {
     universe: Rc<Universe>,
-    /// Processes on this machine.
+    /// Processes on this machine, and this one's number among them.
     here: usize,
+    local: usize,
     /// Blocks of the decomposition, learned at the first exchange.
     blocks: Option<usize>,
     /// Per process, the lowest-numbered process on its machine.
@@ -61,6 +62,7 @@ impl Mpi {
         world.all_gather_into(&first, &mut machines[..]);
         Some(Mpi {
             here: shared.size() as usize,
+            local: shared.rank() as usize,
             universe: Rc::new(universe),
             blocks: None,
             machines: Rc::new(machines.into_iter().map(|r| r as usize).collect()),
@@ -81,6 +83,11 @@ impl Mpi {
     /// Number of processes on this machine, this one included (they share its cores).
     pub fn here(&self) -> usize {
         self.here
+    }
+
+    /// This process's number among those on its machine.
+    pub fn local_rank(&self) -> usize {
+        self.local
     }
 
     /// Ends every process of the job with exit code `code`: for a failure in one process while

@@ -79,13 +79,15 @@ fn cut_line(kind: &str, decomposition: &Decomposition, detail: &str, processes: 
 }
 
 /// The CUDA backend for `problem` and a line saying where it runs (and with one block, with
-/// which launch shape). Blocks take the devices of `parallel.devices` in turn.
+/// which launch shape). Blocks take the devices of `parallel.devices` in turn; without them,
+/// the processes of an MPI job on one machine (`local_rank`: this one's number there) take
+/// its GPUs in turn.
 fn cuda<R: Real, T: Transport<R> + 'static>(
     problem: &Problem<R>,
-    spec: &BackendSpec,
-    parallel: &ParallelSpec,
+    (spec, parallel): (&BackendSpec, &ParallelSpec),
     decomposition: Decomposition,
     transport: T,
+    local_rank: usize,
 ) -> Result<Chosen<R>, BackendError> {
     let options = cuda_options(spec, TuneMode::Cached);
     if decomposition.count() == 1 {
@@ -101,11 +103,13 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
         );
         return Ok((Box::new(b), line));
     }
+    let processes = transport.rank_size().1;
     let devices = match parallel.devices.as_slice() {
+        // Processes of one machine take its GPUs in turn.
+        [] if processes > 1 => vec![local_rank % ferroflow_cuda::device_count()?],
         [] => vec![spec.device],
         d => d.to_vec(),
     };
-    let processes = transport.rank_size().1;
     let implicit = matches!(problem.numerics.method, Method::Implicit(_));
     if !implicit {
         // The blocks stay on their devices and exchange halos there (between processes as
@@ -237,7 +241,9 @@ fn choose<R: Real, T: Transport<R> + Clone + 'static>(
         }
         // Asking for a GPU where there is none is bad input; a GPU failing is not.
         BackendKind::Cuda => {
-            cuda(problem, spec, parallel, decomposition, transport).map_err(|e| match e {
+            let specs = (spec, parallel);
+            let local = world.local_rank();
+            cuda(problem, specs, decomposition, transport, local).map_err(|e| match e {
                 BackendError::Unavailable { .. } | BackendError::NotSuitable { .. } => {
                     Failure::input(format!(
                         "backend.kind = \"cuda\": {e}; use --backend cpu or auto"
@@ -247,12 +253,14 @@ fn choose<R: Real, T: Transport<R> + Clone + 'static>(
             })
         }
         BackendKind::Auto => {
+            let specs = (spec, parallel);
+            let local = world.local_rank();
             match cuda(
                 problem,
-                spec,
-                parallel,
+                specs,
                 decomposition.clone(),
                 transport.clone(),
+                local,
             ) {
                 Ok((b, line)) => Ok((b, format!("{line} (auto)"))),
                 Err(why) => {

@@ -57,6 +57,15 @@ impl World {
         1
     }
 
+    /// This process's number among the processes on its machine.
+    pub fn local_rank(&self) -> usize {
+        #[cfg(feature = "mpi")]
+        if let Some(mpi) = &self.mpi {
+            return mpi.local_rank();
+        }
+        0
+    }
+
     /// Whether this process writes the results and reports.
     pub fn is_root(&self) -> bool {
         self.rank_size().0 == 0

@@ -419,7 +419,8 @@ pub const KEYS: [KeyDoc; 44] = [
         "-",
         "GPU ordinals",
         "GPUs the CUDA blocks are spread over, block b on `devices[b % length]`; \
-         `[]` = `[backend.device]`",
+         `[]` = `[backend.device]`, or under MPI each process's blocks on GPU (its number \
+         among the processes of its machine) modulo (the GPUs there)",
     ),
     key(
         "parallel.exchange",
