@@ -1,7 +1,9 @@
-//! Multigrid over the node-centred grids (the first part of the full-approximation scheme):
-//! the hierarchy of grids, each taking every other node of the one above, and the transfers
-//! between neighbouring levels. Boundary nodes carry the walls' data on every level, so the
-//! transfers act on interior nodes and leave boundary nodes to injection.
+//! Multigrid over the node-centred grids: the full-approximation scheme (FAS) on the CPU, one
+//! block, each level a CPU backend iterating by its own method (the implicit relaxation is the
+//! smoother that works: the explicit step's smoothing is too weak below two levels). The
+//! hierarchy takes every other node of the level above; boundary nodes carry the walls' data
+//! on every level, so the transfers act on interior nodes and leave boundary nodes to
+//! injection. Not yet in `ferroflow run` (no case keys), on GPUs or on blocks.
 //!
 //! - [`levels`]: node counts per axis of each level, finest first.
 //! - [`inject`]: a fine grid's values at the coarse grid's nodes (the FAS start of a coarse
@@ -11,7 +13,14 @@
 //!   divided by 2^dim.
 //! - [`prolong_add`]: (bi/tri)linear interpolation of a coarse correction, added to the fine
 //!   grid's interior.
-use ferroflow_core::{Fields, Layout, Real};
+//! - [`Fas`]: the V-cycle. A coarse level's forcing is its source term: the restricted fine
+//!   residual (`CpuBackend::residual_field`, with the continuity residual projected off the
+//!   uniform pressure drift, as the iteration converges it) minus the coarse residual of the
+//!   injected state, so that a converged fine state is a fixed point of the cycle.
+use crate::cpu::CpuBackend;
+use crate::Problem;
+use ferroflow_core::{Backend, BackendError, Fields, Layout, ProblemError, Real, Residuals};
+use std::sync::Arc;
 
 /// Node counts per axis of each level of a grid of `n` nodes per axis (`dim` active axes),
 /// finest first. A level is added while every active axis has an odd count (an even number of
@@ -129,6 +138,146 @@ pub fn prolong_add<R: Real>(coarse: &Fields<R>, fine: &mut Fields<R>) {
             }
             f[o] = R::of(f[o].f64() + sum / count as f64);
         });
+    }
+}
+
+/// The problem of a coarser level of `fine`'s grid, `n` nodes per axis: the same fluid,
+/// numerics and walls, its initial state injected from `fine`'s.
+pub fn coarse_problem<R: Real>(
+    fine: &Problem<R>,
+    n: [usize; 3],
+) -> Result<Problem<R>, ProblemError> {
+    let dim = fine.layout.dim;
+    let layout = Layout::new(dim, n);
+    let mut lengths = [1.0; 3];
+    for a in 0..dim {
+        lengths[a] = fine.spacing[a] * (fine.layout.n[a] - 1) as f64;
+    }
+    let vars = fine.equations();
+    let mut initial = Fields::zeros(layout, vars);
+    let step: [usize; 3] = std::array::from_fn(|a| (fine.layout.n[a] - 1) / (n[a] - 1).max(1));
+    for (c, f) in initial.vars.iter_mut().zip(&fine.initial.vars) {
+        layout.for_each_node(|i, j, k, o| {
+            let [fi, fj, fk] = [i * step[0], j * step[1], k * step[2]].map(|x| x as isize);
+            c[o] = f[fine.layout.index(fi, fj, fk)];
+        });
+    }
+    let mut p = Problem::new(layout, lengths, fine.physics, fine.numerics, initial)?;
+    p.energy = fine.energy;
+    p.sides = fine.sides;
+    Ok(p)
+}
+
+/// A full-approximation-scheme V-cycle over the levels of one grid, each a CPU backend of its
+/// own: on each level `pre` iterations of the level's own method (explicit step or implicit
+/// relaxation), the full-weighted residual and the injected state handed down as the coarser
+/// level's forcing (its source term: restricted fine residual minus the coarse residual of
+/// the injected state), the coarser level's change interpolated back, then `post`
+/// iterations; `coarsest` iterations on the coarsest level.
+pub struct Fas<R: Real> {
+    levels: Vec<CpuBackend<R>>,
+    /// Pressure reference node's offset on each level.
+    references: Vec<usize>,
+    /// Iterations before and after the coarse-grid correction, and on the coarsest level.
+    pub sweeps: (usize, usize, usize),
+}
+
+impl<R: Real> Fas<R> {
+    /// The levels of `problem`'s grid ([`levels`] with at least `min` nodes per axis, at most
+    /// `max` levels) on `pool`.
+    pub fn new(
+        problem: &Problem<R>,
+        (min, max): (usize, usize),
+        sweeps: (usize, usize, usize),
+        pool: Arc<rayon::ThreadPool>,
+    ) -> Result<Fas<R>, BackendError> {
+        let failed = |e: ProblemError| BackendError::NotSuitable {
+            backend: "cpu",
+            what: format!("a coarse level: {e}"),
+        };
+        let mut backends = Vec::new();
+        let mut references = Vec::new();
+        for n in levels(problem.layout.dim, problem.layout.n, min, max) {
+            let p = match n == problem.layout.n {
+                true => problem.clone(),
+                false => coarse_problem(problem, n).map_err(failed)?,
+            };
+            references.push(p.pressure_ref_offset());
+            backends.push(CpuBackend::on(&p, Arc::clone(&pool))?);
+        }
+        Ok(Fas {
+            levels: backends,
+            references,
+            sweeps,
+        })
+    }
+
+    /// Number of levels.
+    pub fn depth(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// The finest level.
+    pub fn finest(&mut self) -> &mut CpuBackend<R> {
+        &mut self.levels[0]
+    }
+
+    /// Work of one cycle in iterations of the finest level (a coarser level's iteration costs
+    /// its share of the nodes).
+    pub fn work(&self) -> f64 {
+        let (pre, post, coarsest) = self.sweeps;
+        let last = self.levels.len() - 1;
+        let fine = self.levels[0].layout().interior_nodes() as f64;
+        (self.levels.iter().enumerate())
+            .map(|(l, b)| {
+                let share = b.layout().interior_nodes() as f64 / fine;
+                share * if l == last { coarsest } else { pre + post } as f64
+            })
+            .sum()
+    }
+
+    /// One V-cycle from the finest level; the finest level's residuals of its last
+    /// iteration.
+    pub fn cycle(&mut self) -> Result<Residuals, BackendError> {
+        self.cycle_from(0)
+    }
+
+    fn cycle_from(&mut self, l: usize) -> Result<Residuals, BackendError> {
+        let (pre, post, coarsest) = self.sweeps;
+        if l + 1 == self.levels.len() {
+            return self.levels[l].advance(coarsest);
+        }
+        self.levels[l].advance(pre)?;
+        let residual = self.levels[l].residual_field();
+        let mut state = self.levels[l].download()?;
+        let coarse = &mut self.levels[l + 1];
+        let mut start = Fields::zeros(coarse.layout(), state.vars.len());
+        inject(&state, &mut start);
+        coarse.set_source(None)?;
+        coarse.upload(&start)?;
+        let start = coarse.download()?;
+        let mut forcing = Fields::zeros(start.layout, start.vars.len());
+        restrict(&residual, &mut forcing);
+        let own = coarse.residual_field();
+        for (f, r) in forcing.vars.iter_mut().zip(&own.vars) {
+            for (f, r) in f.iter_mut().zip(r) {
+                *f = *f - *r;
+            }
+        }
+        coarse.set_source(Some(forcing))?;
+        self.cycle_from(l + 1)?;
+        let mut change = self.levels[l + 1].download()?;
+        for (c, s) in change.vars.iter_mut().zip(&start.vars) {
+            for (c, s) in c.iter_mut().zip(s) {
+                *c = *c - *s;
+            }
+        }
+        // The coarse level's pressure shifts add a constant: not a correction.
+        let level = change.vars[0][self.references[l + 1]];
+        change.vars[0].iter_mut().for_each(|p| *p = *p - level);
+        prolong_add(&change, &mut state);
+        self.levels[l].upload(&state)?;
+        self.levels[l].advance(post)
     }
 }
 

@@ -112,6 +112,30 @@ impl<R: Real> CpuBackend<R> {
         self.pool.current_num_threads()
     }
 
+    /// The scheme's residual R(Q) of the current state, source term included, at the interior
+    /// nodes (zero elsewhere): what multigrid restricts to a coarser level.
+    pub fn residual_field(&self) -> Fields<R> {
+        let mut out = Fields::zeros(self.cur.layout, self.cur.vars.len());
+        let (c, cur, src, t) = (
+            &self.coeffs,
+            &self.cur,
+            self.source.as_ref(),
+            self.temperature.is_some(),
+        );
+        self.pool
+            .install(|| step::residual_field(c, cur, &mut out, src, t));
+        out
+    }
+
+    /// Replaces the source term (a multigrid level's forcing); `None` removes it.
+    pub fn set_source(&mut self, source: Option<Fields<R>>) -> Result<(), BackendError> {
+        if let Some(s) = &source {
+            s.check_state(&self.cur.layout, self.cur.vars.len(), "cpu")?;
+        }
+        self.source = source;
+        Ok(())
+    }
+
     /// One implicit iteration of the current state in place, walls not yet filled.
     fn iterate_implicit(&mut self) {
         let (c, cur, src, t, p_ref) = (

@@ -228,6 +228,79 @@ pub(crate) fn interior_pass<R: Real>(
     for_variant!(cur.layout.dim, source.is_some(), energy, go)
 }
 
+/// The scheme's residual R(Q) (with the source term, if any) of `cur` at every interior node
+/// into `out` (same layout; other nodes untouched): the rate of change one explicit step
+/// would scale by its local time step. The continuity residual is projected off the uniform
+/// pressure drift, R_p − c / Δτ with c = Σ R_p / Σ (1 / Δτ), as the implicit relaxation
+/// projects it: what both methods drive to zero (the reference shift takes the drift).
+pub(crate) fn residual_field<R: Real>(
+    c: &Coeffs<R>,
+    cur: &Fields<R>,
+    out: &mut Fields<R>,
+    source: Option<&Fields<R>>,
+    energy: bool,
+) {
+    macro_rules! go {
+        ($d:literal, $s:literal, $e:literal) => {
+            residual_rows::<R, $d, $s, $e>(c, cur, out, source)
+        };
+    }
+    for_variant!(cur.layout.dim, source.is_some(), energy, go)
+}
+
+fn residual_rows<R: Real, const D: usize, const SRC: bool, const E: bool>(
+    c: &Coeffs<R>,
+    cur: &Fields<R>,
+    out: &mut Fields<R>,
+    source: Option<&Fields<R>>,
+) {
+    let l = cur.layout;
+    let (q, src) = (var_slices(Some(cur)), var_slices(source));
+    // The weights 1 / Δτ, as one more array written row by row.
+    let mut weights = vec![R::zero(); l.len];
+    let mut ptrs = [std::ptr::null_mut(); V];
+    for (ptr, v) in ptrs.iter_mut().zip(out.vars.iter_mut()) {
+        *ptr = v.as_mut_ptr();
+    }
+    let out_ptrs = Out(ptrs);
+    let mut weight_ptr = [std::ptr::null_mut(); V];
+    weight_ptr[0] = weights.as_mut_ptr();
+    let weight_ptr = Out(weight_ptr);
+    let equations = 1 + D + E as usize;
+    let (rows_j, count) = (l.n[1] - 2, l.n[0] - 2);
+    let sums: Vec<[f64; 2]> = (0..interior_rows(&l))
+        .into_par_iter()
+        .map(|r| {
+            let j = 1 + r % rows_j;
+            let k = if D == 3 { 1 + r / rows_j } else { 0 };
+            let start = l.index(1, j as isize, k as isize);
+            // SAFETY: row r is this task's alone.
+            let rows = unsafe { row_slices(out_ptrs.ptrs(), start, count) };
+            // SAFETY: as above; only its first slice is used.
+            let [weights, ..] = unsafe { row_slices(weight_ptr.ptrs(), start, count) };
+            let mut sums = [0.0; 2];
+            for x in 0..count {
+                let n = node_residual::<R, D, SRC, E>(c, l.stride, q, src, start + x);
+                for v in 0..equations {
+                    rows[v][x] = n.r[v];
+                }
+                let w = n.rate * c.inv_cfl;
+                weights[x] = w;
+                sums[0] += n.r[0].f64();
+                sums[1] += w.f64();
+            }
+            sums
+        })
+        .collect();
+    let (rp, w) = sums
+        .iter()
+        .fold((0.0, 0.0), |(a, b), s| (a + s[0], b + s[1]));
+    let drift = R::of(rp / w);
+    for (r, w) in out.vars[0].iter_mut().zip(&weights) {
+        *r = *r - drift * *w;
+    }
+}
+
 /// Number of interior rows (fixed j, k) of a layout.
 pub(crate) fn interior_rows(l: &Layout) -> usize {
     (l.n[1] - 2) * if l.dim == 3 { l.n[2] - 2 } else { 1 }
