@@ -18,7 +18,7 @@
 //!   uniform pressure drift, as the iteration converges it) minus the coarse residual of the
 //!   injected state, so that a converged fine state is a fixed point of the cycle.
 use crate::cpu::CpuBackend;
-use crate::Problem;
+use crate::{Multigrid, Problem};
 use ferroflow_core::{Backend, BackendError, Fields, Layout, ProblemError, Real, Residuals};
 use std::sync::Arc;
 
@@ -168,36 +168,37 @@ pub fn coarse_problem<R: Real>(
     Ok(p)
 }
 
+/// The fewest nodes per axis of a coarse level: the fourth-difference dissipation reaches two
+/// nodes each way.
+pub const MIN_COARSE_NODES: usize = 5;
+
 /// A full-approximation-scheme V-cycle over the levels of one grid, each a CPU backend of its
 /// own: on each level `pre` iterations of the level's own method (explicit step or implicit
 /// relaxation), the full-weighted residual and the injected state handed down as the coarser
 /// level's forcing (its source term: restricted fine residual minus the coarse residual of
 /// the injected state), the coarser level's change interpolated back, then `post`
-/// iterations; `coarsest` iterations on the coarsest level.
+/// iterations; `coarsest` iterations on the coarsest level ([`crate::Multigrid`]). As a
+/// [`Backend`], one iteration is one cycle.
 pub struct Fas<R: Real> {
     levels: Vec<CpuBackend<R>>,
     /// Pressure reference node's offset on each level.
     references: Vec<usize>,
-    /// Iterations before and after the coarse-grid correction, and on the coarsest level.
-    pub sweeps: (usize, usize, usize),
+    cycle: Multigrid,
 }
 
 impl<R: Real> Fas<R> {
-    /// The levels of `problem`'s grid ([`levels`] with at least `min` nodes per axis, at most
-    /// `max` levels) on `pool`.
-    pub fn new(
-        problem: &Problem<R>,
-        (min, max): (usize, usize),
-        sweeps: (usize, usize, usize),
-        pool: Arc<rayon::ThreadPool>,
-    ) -> Result<Fas<R>, BackendError> {
+    /// The levels of `problem`'s grid ([`levels`] down to [`MIN_COARSE_NODES`], at most
+    /// `problem.numerics.multigrid.levels`) on `pool`.
+    pub fn new(problem: &Problem<R>, pool: Arc<rayon::ThreadPool>) -> Result<Fas<R>, BackendError> {
         let failed = |e: ProblemError| BackendError::NotSuitable {
             backend: "cpu",
             what: format!("a coarse level: {e}"),
         };
+        let cycle = problem.numerics.multigrid;
+        let (dim, n) = (problem.layout.dim, problem.layout.n);
         let mut backends = Vec::new();
         let mut references = Vec::new();
-        for n in levels(problem.layout.dim, problem.layout.n, min, max) {
+        for n in levels(dim, n, MIN_COARSE_NODES, cycle.levels) {
             let p = match n == problem.layout.n {
                 true => problem.clone(),
                 false => coarse_problem(problem, n).map_err(failed)?,
@@ -208,8 +209,13 @@ impl<R: Real> Fas<R> {
         Ok(Fas {
             levels: backends,
             references,
-            sweeps,
+            cycle,
         })
+    }
+
+    /// Nodes per axis of each level, finest first.
+    pub fn grids(&self) -> Vec<[usize; 3]> {
+        self.levels.iter().map(|b| b.layout().n).collect()
     }
 
     /// Number of levels.
@@ -225,7 +231,12 @@ impl<R: Real> Fas<R> {
     /// Work of one cycle in iterations of the finest level (a coarser level's iteration costs
     /// its share of the nodes).
     pub fn work(&self) -> f64 {
-        let (pre, post, coarsest) = self.sweeps;
+        let Multigrid {
+            pre,
+            post,
+            coarsest,
+            ..
+        } = self.cycle;
         let last = self.levels.len() - 1;
         let fine = self.levels[0].layout().interior_nodes() as f64;
         (self.levels.iter().enumerate())
@@ -243,7 +254,12 @@ impl<R: Real> Fas<R> {
     }
 
     fn cycle_from(&mut self, l: usize) -> Result<Residuals, BackendError> {
-        let (pre, post, coarsest) = self.sweeps;
+        let Multigrid {
+            pre,
+            post,
+            coarsest,
+            ..
+        } = self.cycle;
         if l + 1 == self.levels.len() {
             return self.levels[l].advance(coarsest);
         }
@@ -278,6 +294,35 @@ impl<R: Real> Fas<R> {
         prolong_add(&change, &mut state);
         self.levels[l].upload(&state)?;
         self.levels[l].advance(post)
+    }
+}
+
+impl<R: Real> Backend for Fas<R> {
+    type Real = R;
+
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    /// `iterations` cycles.
+    fn advance(&mut self, iterations: usize) -> Result<Residuals, BackendError> {
+        let mut residuals = Residuals::default();
+        for _ in 0..iterations {
+            residuals = self.cycle()?;
+        }
+        Ok(residuals)
+    }
+
+    fn layout(&self) -> Layout {
+        self.levels[0].layout()
+    }
+
+    fn download(&mut self) -> Result<Fields<R>, BackendError> {
+        self.levels[0].download()
+    }
+
+    fn upload(&mut self, fields: &Fields<R>) -> Result<(), BackendError> {
+        self.levels[0].upload(fields)
     }
 }
 

@@ -24,6 +24,33 @@ pub struct Numerics {
     pub c4: f64,
     /// How each pseudo-time iteration advances the state.
     pub method: Method,
+    /// Multigrid: one iteration is then a cycle over the levels (see [`crate::multigrid`]).
+    pub multigrid: Multigrid,
+}
+
+/// The multigrid cycle ([`crate::multigrid::Fas`]): a V-cycle over at most `levels` levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Multigrid {
+    /// Most levels, the finest included: 1 is one grid (no multigrid).
+    pub levels: usize,
+    /// Iterations on each level before its coarse-grid correction.
+    pub pre: usize,
+    /// Iterations on each level after it.
+    pub post: usize,
+    /// Iterations on the coarsest level.
+    pub coarsest: usize,
+}
+
+impl Default for Multigrid {
+    /// One grid; V(1, 1) with 8 iterations on the coarsest level once levels are asked for.
+    fn default() -> Multigrid {
+        Multigrid {
+            levels: 1,
+            pre: 1,
+            post: 1,
+            coarsest: 8,
+        }
+    }
 }
 
 /// How a pseudo-time iteration advances the state.
@@ -121,6 +148,7 @@ impl Default for Numerics {
             u_ref: 1.0,
             c4: 0.02,
             method: Method::Explicit,
+            multigrid: Multigrid::default(),
         }
     }
 }
@@ -287,6 +315,14 @@ impl<R: Real> Problem<R> {
                 name: "numerics.c4",
                 value: numerics.c4,
                 allowed: "0 <= c4 <= 0.25",
+            });
+        }
+        let mg = numerics.multigrid;
+        if mg.levels == 0 || mg.coarsest == 0 || mg.pre + mg.post == 0 {
+            return Err(ProblemError::OutOfRange {
+                name: "numerics.multigrid",
+                value: mg.levels.min(mg.coarsest).min(mg.pre + mg.post) as f64,
+                allowed: "levels >= 1, coarsest iterations >= 1 and pre + post iterations >= 1",
             });
         }
         if let Method::Implicit(imp) = numerics.method {

@@ -3,7 +3,7 @@
 //! than the single grid.
 use ferroflow_ac::cpu::CpuBackend;
 use ferroflow_ac::multigrid::Fas;
-use ferroflow_ac::{Implicit, Method, Numerics, Problem};
+use ferroflow_ac::{Implicit, Method, Multigrid, Numerics, Problem};
 use ferroflow_cases::cavity::lid_driven;
 use ferroflow_core::Backend;
 use std::sync::Arc;
@@ -11,6 +11,12 @@ use std::sync::Arc;
 fn cavity(n: usize) -> Problem<f64> {
     let numerics = Numerics {
         method: Method::Implicit(Implicit::default()),
+        // V(1, 1) cycles over every level down to 5 nodes per axis, 8 iterations on the
+        // coarsest.
+        multigrid: Multigrid {
+            levels: 20,
+            ..Multigrid::default()
+        },
         ..Numerics::default()
     };
     lid_driven::<f64>(2, [n, n, 1], 100.0, 1.0, numerics).unwrap()
@@ -20,9 +26,8 @@ fn largest(r: &[f64]) -> f64 {
     r.iter().copied().fold(0.0, f64::max)
 }
 
-/// V(1, 1) cycles over every level down to 5 nodes per axis, 8 iterations on the coarsest.
 fn fas(problem: &Problem<f64>, pool: &Arc<rayon::ThreadPool>) -> Fas<f64> {
-    Fas::new(problem, (5, 20), (1, 1, 8), Arc::clone(pool)).unwrap()
+    Fas::new(problem, Arc::clone(pool)).unwrap()
 }
 
 #[test]

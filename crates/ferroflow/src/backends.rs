@@ -4,6 +4,7 @@ use crate::world::World;
 use crate::Failure;
 use ferroflow_ac::cpu::CpuBackend;
 use ferroflow_ac::cuda::{CudaBackend, CudaOptions, MultiGpu, MultiGpuOptions, TuneMode};
+use ferroflow_ac::multigrid::Fas;
 use ferroflow_ac::Decomposed;
 use ferroflow_ac::{Method, Problem};
 use ferroflow_cases::case::{BackendKind, BackendSpec, Exchange, ParallelSpec};
@@ -89,6 +90,12 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
     transport: T,
     local_rank: usize,
 ) -> Result<Chosen<R>, BackendError> {
+    if problem.numerics.multigrid.levels > 1 {
+        return Err(BackendError::NotSuitable {
+            backend: "cuda",
+            what: "numerics.multigrid > 1 (the CPU only, for now)".into(),
+        });
+    }
     let options = cuda_options(spec, TuneMode::Cached);
     if decomposition.count() == 1 {
         let b = CudaBackend::new(problem, &options)?;
@@ -167,6 +174,9 @@ fn cpu<R: Real, T: Transport<R> + 'static>(
         backend: "cpu",
         what: e.to_string(),
     })?;
+    if problem.numerics.multigrid.levels > 1 {
+        return multigrid(problem, decomposition, threads);
+    }
     if decomposition.count() == 1 {
         let b = CpuBackend::new(problem, threads)?;
         let line = format!(
@@ -187,6 +197,54 @@ fn cpu<R: Real, T: Transport<R> + 'static>(
     );
     let line = cut_line("cpu", b.decomposition(), &detail, processes);
     Ok((Box::new(b), line))
+}
+
+/// The multigrid cycle on the CPU, one block of the implicit method; the line names the
+/// levels.
+fn multigrid<R: Real>(
+    problem: &Problem<R>,
+    decomposition: Decomposition,
+    threads: usize,
+) -> Result<Chosen<R>, BackendError> {
+    let refuse = |what: &str| {
+        Err(BackendError::NotSuitable {
+            backend: "cpu",
+            what: format!("numerics.multigrid > 1 {what}"),
+        })
+    };
+    if decomposition.count() > 1 {
+        return refuse("on a grid cut into blocks (one block only, for now)");
+    }
+    if problem.numerics.method == Method::Explicit {
+        return refuse(
+            "with numerics.method = \"explicit\" (the explicit step does not smooth \
+             enough: use \"implicit\")",
+        );
+    }
+    let b = Fas::new(problem, Arc::new(ferroflow_cpu::pool(threads)?))?;
+    let mg = problem.numerics.multigrid;
+    let grids: Vec<String> = (b.grids().iter())
+        .map(|n| format!("{:?}", &n[..problem.layout.dim]))
+        .collect();
+    let line = format!(
+        "cpu, {threads} thread{}{}; multigrid V({}, {}), {} on the coarsest, {} levels {}",
+        if threads == 1 { "" } else { "s" },
+        relaxation_note(problem, false),
+        mg.pre,
+        mg.post,
+        mg.coarsest,
+        grids.len(),
+        grids.join(" ")
+    );
+    Ok((Box::new(b), line))
+}
+
+/// A CPU backend's failure to start: what it cannot run is bad input (exit code 2).
+fn refused(e: BackendError) -> Failure {
+    match e {
+        BackendError::NotSuitable { .. } => Failure::input(e.to_string()),
+        e => Failure::runtime(e),
+    }
 }
 
 /// What the implicit method runs on a GPU (`gpu`) or the CPU, for the backend line; nothing
@@ -236,9 +294,7 @@ fn choose<R: Real, T: Transport<R> + Clone + 'static>(
     // The CUDA backends refuse what they cannot run (the implicit method on blocks, other
     // relaxations than Jacobi): auto then falls back to the CPU and says why.
     match spec.kind {
-        BackendKind::Cpu => {
-            cpu(problem, spec, decomposition, transport, world).map_err(Failure::runtime)
-        }
+        BackendKind::Cpu => cpu(problem, spec, decomposition, transport, world).map_err(refused),
         // Asking for a GPU where there is none is bad input; a GPU failing is not.
         BackendKind::Cuda => {
             let specs = (spec, parallel);
@@ -264,8 +320,8 @@ fn choose<R: Real, T: Transport<R> + Clone + 'static>(
             ) {
                 Ok((b, line)) => Ok((b, format!("{line} (auto)"))),
                 Err(why) => {
-                    let (b, line) = cpu(problem, spec, decomposition, transport, world)
-                        .map_err(Failure::runtime)?;
+                    let (b, line) =
+                        cpu(problem, spec, decomposition, transport, world).map_err(refused)?;
                     Ok((b, format!("{line} (auto: {why})")))
                 }
             }

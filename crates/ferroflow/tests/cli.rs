@@ -1620,3 +1620,66 @@ fn the_implicit_method_runs_on_blocks_and_says_where_it_cannot() {
     assert!(err.contains("numerics.relaxation = \"sgs\""), "{err}");
     assert!(!tmp.path().join("refused/summary.json").exists());
 }
+
+#[test]
+fn multigrid_runs_cycles_and_says_where_it_cannot() {
+    let tmp = TempDir::new().unwrap();
+    let grid = ["--set", "mesh.nodes=[65,65]"];
+    let run = |out: &str, args: &[&str]| {
+        stderr_of(
+            ferroflow(tmp.path())
+                .args(["run", "-q", "--out", out])
+                .args(grid)
+                .args(args),
+        )
+    };
+    let (code, err) = run("one", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = run("mg", &["--set", "numerics.multigrid=3"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (one, mg) = (tmp.path().join("one"), tmp.path().join("mg"));
+    let log = fs::read_to_string(mg.join("run.log")).unwrap();
+    assert!(
+        log.contains("multigrid V(1, 1), 8 on the coarsest, 3 levels [65, 65] [33, 33] [17, 17]"),
+        "{log}"
+    );
+    // Cycles instead of iterations: far fewer, the same answer to the tolerance.
+    let (cycles, iterations) = (
+        summary(&mg)["iterations"].as_u64().unwrap(),
+        summary(&one)["iterations"].as_u64().unwrap(),
+    );
+    assert!(
+        4 * cycles < iterations,
+        "{cycles} cycles against {iterations} iterations"
+    );
+    let profile = |dir: &Path| -> Vec<f64> {
+        let text = fs::read_to_string(dir.join("centerline_u.csv")).unwrap();
+        text.lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
+            .collect()
+    };
+    for (a, b) in profile(&one).iter().zip(profile(&mg)) {
+        assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    }
+    // Where it does not run yet: bad input, named, nothing written.
+    for (out, args, why) in [
+        ("blocks", &["--blocks", "2,1"][..], "cut into blocks"),
+        (
+            "explicit",
+            &["--set", "numerics.method=\"explicit\""][..],
+            "numerics.method = \"explicit\"",
+        ),
+        ("gpu", &["--backend", "cuda"][..], "numerics.multigrid"),
+    ] {
+        let args = [&["--set", "numerics.multigrid=3"][..], args].concat();
+        let (code, err) = run(out, &args);
+        assert_eq!(code, Some(2), "{out}: {err}");
+        assert!(err.contains(why), "{out}: {err}");
+        assert!(!tmp.path().join(out).join("summary.json").exists());
+    }
+    // Zero levels is no grid at all.
+    let (code, err) = run("zero", &["--set", "numerics.multigrid=0"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("numerics.multigrid"), "{err}");
+}

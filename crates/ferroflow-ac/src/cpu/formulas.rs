@@ -15,7 +15,7 @@ pub fn spectral_radius<R: Real>(u: R, beta2: R) -> R {
     u.abs() + (u * u + beta2).sqrt()
 }
 
-/// Fourth difference p[-2] - 4 p[-1] + 6 p[0] - 4 p[1] + p[2] (≈ h⁴ ∂⁴p/∂x⁴).
+/// Fourth difference `p[-2] - 4 p[-1] + 6 p[0] - 4 p[1] + p[2]` (≈ h⁴ ∂⁴p/∂x⁴).
 #[inline(always)]
 pub fn fourth_difference<R: Real>(m2: R, m1: R, c: R, p1: R, p2: R) -> R {
     (m2 + p2) - R::of(4.0) * (m1 + p1) + R::of(6.0) * c

@@ -63,7 +63,7 @@ const INCOMPRESSIBLE: Model = Model::Incompressible;
 const BOUSSINESQ: Model = Model::Boussinesq;
 
 /// Every key of a case file, in file order.
-pub const KEYS: [KeyDoc; 44] = [
+pub const KEYS: [KeyDoc; 46] = [
     key(
         "case.name",
         "string",
@@ -320,6 +320,25 @@ pub const KEYS: [KeyDoc; 44] = [
         "Precision of the implicit operator and its relaxation (method `implicit`); the \
          residual and the state keep `backend.precision`, so the converged answer does not \
          depend on it",
+    ),
+    key(
+        "numerics.multigrid",
+        "integer",
+        "levels",
+        ">= 1",
+        "Most grid levels of the multigrid cycle (full-approximation scheme, V-cycle), the \
+         finest included: each coarser level takes every other node while every axis has an \
+         even number of intervals and keeps at least 5 nodes, and run.log says which levels \
+         are used. An iteration is then one cycle. 1: one grid. For now: the CPU, one block, \
+         method `implicit` (the explicit step does not smooth enough)",
+    ),
+    key(
+        "numerics.multigrid_sweeps",
+        "array of integers",
+        "iterations",
+        "`[pre, post, coarsest]`, pre + post >= 1, coarsest >= 1",
+        "Iterations of the method on each level before and after its coarse-grid correction, \
+         and on the coarsest level",
     ),
     key(
         "backend.kind",

@@ -9,7 +9,7 @@
 //! are still read ([`v1`]), as the same case.
 use crate::convection::{no_temperature_range, HeatedCavity};
 use crate::walls::{box_problem, temperature_range, Values, Wall, PATCHES};
-use ferroflow_ac::{Implicit, Method, Numerics, Physics, Problem, Relaxation};
+use ferroflow_ac::{Implicit, Method, Multigrid, Numerics, Physics, Problem, Relaxation};
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Layout, ProblemError, Real, Side};
 use ferroflow_solver::StopCriteria;
@@ -213,6 +213,10 @@ pub struct NumericsSpec {
     pub implicit_cfl: Option<f64>,
     /// Precision of the implicit operator and relaxation.
     pub implicit_precision: Precision,
+    /// Most multigrid levels (1: one grid).
+    pub multigrid: usize,
+    /// Multigrid iterations before and after the correction, and on the coarsest level.
+    pub multigrid_sweeps: [usize; 3],
 }
 
 /// `numerics.method`.
@@ -414,6 +418,8 @@ impl Default for NumericsSpec {
             sweeps: None,
             implicit_cfl: None,
             implicit_precision: Precision::F32,
+            multigrid: 1,
+            multigrid_sweeps: [1, 1, 8],
         }
     }
 }
@@ -916,11 +922,18 @@ impl Case {
                 single: s.implicit_precision == Precision::F32,
             }),
         };
+        let [pre, post, coarsest] = s.multigrid_sweeps;
         Numerics {
             cfl: s.cfl,
             kappa: s.kappa,
             c4: s.c4,
             method,
+            multigrid: Multigrid {
+                levels: s.multigrid,
+                pre,
+                post,
+                coarsest,
+            },
             ..Numerics::default()
         }
     }
