@@ -97,3 +97,42 @@ fn multigrid_converges_with_a_fraction_of_the_single_grid_work() {
         "the single grid reached {s:e} of {s0:e} in {work} iterations"
     );
 }
+
+/// The manufactured solution converged by multigrid has the one-grid errors, so the same
+/// orders of accuracy (with the source term on the finest level and the forcing below).
+#[test]
+fn manufactured_solutions_keep_their_errors_under_multigrid() {
+    use ferroflow_cases::mms::{observed_order, Manufactured};
+    let mms = Manufactured::new(2);
+    let pool = Arc::new(ferroflow_cpu::pool(2).unwrap());
+    let numerics = cavity(5).numerics;
+    let mut previous: Option<(f64, f64)> = None;
+    for n in [17, 33, 65] {
+        let problem = mms.problem::<f64>(n, numerics).unwrap();
+        let converge = |b: &mut dyn Backend<Real = f64>, step: usize| {
+            let first = largest(&b.advance(1).unwrap().l2());
+            for _ in 0..400 {
+                if largest(&b.advance(step).unwrap().l2()) < 1e-12 * first {
+                    return b.download().unwrap();
+                }
+            }
+            panic!("{n}: not converged");
+        };
+        let mut mg = fas(&problem, &pool);
+        let with = mms.errors(&problem, &converge(&mut mg, 1));
+        let mut one = CpuBackend::on(&problem, Arc::clone(&pool)).unwrap();
+        let without = mms.errors(&problem, &converge(&mut one, 50));
+        for ((a, _), (b, _)) in with.iter().zip(&without) {
+            assert!(
+                (a - b).abs() <= 1e-6 * b,
+                "{n}: L2 error {a:e} with multigrid, {b:e} without"
+            );
+        }
+        let (h, u) = (1.0 / (n - 1) as f64, with[1].0);
+        if let Some((hc, uc)) = previous {
+            let order = observed_order(uc, u, hc, h);
+            assert!(order > 1.8, "{n}: order of u {order}");
+        }
+        previous = Some((h, u));
+    }
+}
