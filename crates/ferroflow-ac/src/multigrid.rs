@@ -55,11 +55,20 @@ fn check_pair(fine: &Layout, coarse: &Layout) {
     }
 }
 
-/// The fine grid's values at the coarse grid's nodes, every node (boundary nodes included).
+/// The fine grid's values at the coarse grid's nodes, every node (boundary nodes included):
+/// the coarse grid takes every s-th node of the fine one, s a whole number per axis (2 between
+/// neighbouring levels, a power of 2 across several).
 pub fn inject<R: Real>(fine: &Fields<R>, coarse: &mut Fields<R>) {
     let (fl, cl) = (fine.layout, coarse.layout);
-    check_pair(&fl, &cl);
-    let step = step(&cl);
+    assert_eq!(fl.dim, cl.dim, "levels of one grid");
+    let step: [usize; 3] = std::array::from_fn(|a| (fl.n[a] - 1) / (cl.n[a] - 1).max(1));
+    for a in 0..fl.dim {
+        assert_eq!(
+            fl.n[a] - 1,
+            step[a] * (cl.n[a] - 1),
+            "every s-th node on axis {a}"
+        );
+    }
     for (c, f) in coarse.vars.iter_mut().zip(&fine.vars) {
         cl.for_each_node(|i, j, k, o| {
             let [fi, fj, fk] = [i * step[0], j * step[1], k * step[2]].map(|x| x as isize);
@@ -153,15 +162,8 @@ pub fn coarse_problem<R: Real>(
     for a in 0..dim {
         lengths[a] = fine.spacing[a] * (fine.layout.n[a] - 1) as f64;
     }
-    let vars = fine.equations();
-    let mut initial = Fields::zeros(layout, vars);
-    let step: [usize; 3] = std::array::from_fn(|a| (fine.layout.n[a] - 1) / (n[a] - 1).max(1));
-    for (c, f) in initial.vars.iter_mut().zip(&fine.initial.vars) {
-        layout.for_each_node(|i, j, k, o| {
-            let [fi, fj, fk] = [i * step[0], j * step[1], k * step[2]].map(|x| x as isize);
-            c[o] = f[fine.layout.index(fi, fj, fk)];
-        });
-    }
+    let mut initial = Fields::zeros(layout, fine.equations());
+    inject(&fine.initial, &mut initial);
     let mut p = Problem::new(layout, lengths, fine.physics, fine.numerics, initial)?;
     p.energy = fine.energy;
     p.sides = fine.sides;

@@ -117,11 +117,9 @@ impl Mpi {
         count as usize
     }
 
-    /// [`Transport::exchange`] in the values' own type.
-    fn exchange_native<R: Real + Equivalence>(
-        &mut self,
-        halos: &mut [Halo<R>],
-    ) -> Result<(), BackendError> {
+    /// [`Transport::exchange`]: halos whose neighbour block is in this process are copied,
+    /// the others travel as messages of their values' bytes (the same type at both ends).
+    fn exchange_halos<R: Real>(&mut self, halos: &mut [Halo<R>]) -> Result<(), BackendError> {
         let count = match self.blocks {
             Some(count) => count,
             None => *self.blocks.insert(self.block_count(halos)),
@@ -134,28 +132,54 @@ impl Mpi {
                 copy_across(halos, h)?;
             }
         }
-        let world = self.world();
+        let size = std::mem::size_of::<R>();
         let (mut receives, mut sends) = (Vec::new(), Vec::new());
         for h in halos.iter_mut() {
-            let Some(r) = peer(h.neighbour) else { continue };
-            let process = world.process_at_rank(r as Rank);
-            receives.push((process, h.recv_tag as Tag, &mut h.recv[..]));
-            sends.push((process, h.send_tag as Tag, &h.send[..]));
+            let Some(rank) = peer(h.neighbour) else {
+                continue;
+            };
+            receives.push(Message {
+                rank,
+                tag: h.recv_tag,
+                address: h.recv.as_mut_ptr() as usize,
+                bytes: h.recv.len() * size,
+            });
+            sends.push(Message {
+                rank,
+                tag: h.send_tag,
+                address: h.send.as_ptr() as usize,
+                bytes: h.send.len() * size,
+            });
         }
+        // SAFETY: every message names a halo's own buffer, which nothing else touches until
+        // the exchange returns.
+        unsafe { self.exchange_raw(&sends, &receives) };
+        Ok(())
+    }
+
+    /// Posts every receive and send, then waits for all of them.
+    ///
+    /// # Safety
+    /// As [`Transport::exchange_bytes`].
+    unsafe fn exchange_raw(&self, sends: &[Message], receives: &[Message]) {
+        let world = self.world();
+        let mut receives: Vec<Bytes> = receives.iter().map(|m| Bytes(*m)).collect();
+        let sends: Vec<Bytes> = sends.iter().map(|m| Bytes(*m)).collect();
         mpi::request::scope(|scope| {
-            let mut pending_receives = Vec::new();
-            let mut pending_sends = Vec::new();
-            for (process, tag, buf) in &mut receives {
-                let request = process.immediate_receive_into_with_tag(scope, &mut **buf, *tag);
-                pending_receives.push(WaitGuard::from(request));
+            let mut pending = Vec::new();
+            for r in &mut receives {
+                let (rank, tag) = (r.0.rank as Rank, r.0.tag as Tag);
+                let process = world.process_at_rank(rank);
+                let request = process.immediate_receive_into_with_tag(scope, r, tag);
+                pending.push(WaitGuard::from(request));
             }
-            for (process, tag, buf) in &sends {
-                let request = process.immediate_send_with_tag(scope, *buf, *tag);
-                pending_sends.push(WaitGuard::from(request));
+            for s in &sends {
+                let process = world.process_at_rank(s.0.rank as Rank);
+                let request = process.immediate_send_with_tag(scope, s, s.0.tag as Tag);
+                pending.push(WaitGuard::from(request));
             }
             // Dropping the guards waits for every request.
         });
-        Ok(())
     }
 }
 
@@ -225,13 +249,7 @@ impl<R: Real> Transport<R> for Mpi {
     }
 
     fn exchange(&mut self, halos: &mut [Halo<R>]) -> Result<(), BackendError> {
-        if let Some(halos) = concrete::<_, Halo<f64>>(halos) {
-            self.exchange_native(halos)
-        } else if let Some(halos) = concrete::<_, Halo<f32>>(halos) {
-            self.exchange_native(halos)
-        } else {
-            unreachable!("Real is f64 or f32")
-        }
+        self.exchange_halos(halos)
     }
 
     fn sum(&mut self, values: &mut [f64]) -> Result<(), BackendError> {
@@ -257,23 +275,7 @@ impl<R: Real> Transport<R> for Mpi {
         sends: &[Message],
         receives: &[Message],
     ) -> Result<(), BackendError> {
-        let world = self.world();
-        let mut receives: Vec<Bytes> = receives.iter().map(|m| Bytes(*m)).collect();
-        let sends: Vec<Bytes> = sends.iter().map(|m| Bytes(*m)).collect();
-        mpi::request::scope(|scope| {
-            let mut pending = Vec::new();
-            for r in &mut receives {
-                let (rank, tag) = (r.0.rank as Rank, r.0.tag as Tag);
-                let process = world.process_at_rank(rank);
-                let request = process.immediate_receive_into_with_tag(scope, r, tag);
-                pending.push(WaitGuard::from(request));
-            }
-            for s in &sends {
-                let process = world.process_at_rank(s.0.rank as Rank);
-                let request = process.immediate_send_with_tag(scope, s, s.0.tag as Tag);
-                pending.push(WaitGuard::from(request));
-            }
-        });
+        self.exchange_raw(sends, receives);
         Ok(())
     }
 

@@ -1574,6 +1574,15 @@ fn bdc_defaults_stay_bounded_on_513_squared() {
     }
 }
 
+/// The u values of run `dir`'s centreline profile.
+fn centreline_u(dir: &Path) -> Vec<f64> {
+    let text = fs::read_to_string(dir.join("centerline_u.csv")).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
+        .collect()
+}
+
 #[test]
 fn the_implicit_method_runs_on_blocks_and_says_where_it_cannot() {
     let tmp = TempDir::new().unwrap();
@@ -1599,14 +1608,7 @@ fn the_implicit_method_runs_on_blocks_and_says_where_it_cannot() {
     let blocks = run("blocks", &["--blocks", "2,2"]);
     let more = summary(&blocks)["iterations"].as_u64().unwrap();
     assert!((iterations..iterations * 3 / 2).contains(&more), "{more}");
-    let profile = |dir: &Path| -> Vec<f64> {
-        let text = fs::read_to_string(dir.join("centerline_u.csv")).unwrap();
-        text.lines()
-            .skip(1)
-            .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
-            .collect()
-    };
-    for (a, b) in profile(&one).iter().zip(profile(&blocks)) {
+    for (a, b) in centreline_u(&one).iter().zip(centreline_u(&blocks)) {
         assert!((a - b).abs() < 1e-5, "{a} vs {b}");
     }
     // Only Jacobi sweeps on GPUs: bad input, named, nothing written.
@@ -1652,14 +1654,7 @@ fn multigrid_runs_cycles_and_says_where_it_cannot() {
         4 * cycles < iterations,
         "{cycles} cycles against {iterations} iterations"
     );
-    let profile = |dir: &Path| -> Vec<f64> {
-        let text = fs::read_to_string(dir.join("centerline_u.csv")).unwrap();
-        text.lines()
-            .skip(1)
-            .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
-            .collect()
-    };
-    for (a, b) in profile(&one).iter().zip(profile(&mg)) {
+    for (a, b) in centreline_u(&one).iter().zip(centreline_u(&mg)) {
         assert!((a - b).abs() < 1e-5, "{a} vs {b}");
     }
     // Where it does not run yet: bad input, named, nothing written.
