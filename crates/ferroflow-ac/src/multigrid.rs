@@ -3,7 +3,7 @@
 //! smoother that works: the explicit step's smoothing is too weak below two levels). The
 //! hierarchy takes every other node of the level above; boundary nodes carry the walls' data
 //! on every level, so the transfers act on interior nodes and leave boundary nodes to
-//! injection. Not yet in `ferroflow run` (no case keys), on GPUs or on blocks.
+//! injection. On the CPU and one block only, for now.
 //!
 //! - [`levels`]: node counts per axis of each level, finest first.
 //! - [`inject`]: a fine grid's values at the coarse grid's nodes (the FAS start of a coarse
@@ -122,6 +122,16 @@ pub fn restrict<R: Real>(fine: &Fields<R>, coarse: &mut Fields<R>) {
 /// boundary nodes are left as they are): a fine node midway between coarse nodes along some
 /// axes takes the mean of the coarse nodes around it.
 pub fn prolong_add<R: Real>(coarse: &Fields<R>, fine: &mut Fields<R>) {
+    interpolate_into(coarse, fine, true);
+}
+
+/// Sets the interior nodes of `fine` to the (bi/tri)linear interpolation of `coarse` (a
+/// full-multigrid start); boundary nodes are left as they are.
+pub fn prolong<R: Real>(coarse: &Fields<R>, fine: &mut Fields<R>) {
+    interpolate_into(coarse, fine, false);
+}
+
+fn interpolate_into<R: Real>(coarse: &Fields<R>, fine: &mut Fields<R>, add: bool) {
     let (fl, cl) = (fine.layout, coarse.layout);
     check_pair(&fl, &cl);
     for (f, c) in fine.vars.iter_mut().zip(&coarse.vars) {
@@ -145,13 +155,15 @@ pub fn prolong_add<R: Real>(coarse: &Fields<R>, fine: &mut Fields<R>) {
                 sum += c[cl.index(node[0], node[1], node[2])].f64();
                 count += 1;
             }
-            f[o] = R::of(f[o].f64() + sum / count as f64);
+            let base = if add { f[o].f64() } else { 0.0 };
+            f[o] = R::of(base + sum / count as f64);
         });
     }
 }
 
 /// The problem of a coarser level of `fine`'s grid, `n` nodes per axis: the same fluid,
-/// numerics and walls, its initial state injected from `fine`'s.
+/// numerics and walls, its initial state and source term (a manufactured solution's)
+/// injected from `fine`'s.
 pub fn coarse_problem<R: Real>(
     fine: &Problem<R>,
     n: [usize; 3],
@@ -167,6 +179,11 @@ pub fn coarse_problem<R: Real>(
     let mut p = Problem::new(layout, lengths, fine.physics, fine.numerics, initial)?;
     p.energy = fine.energy;
     p.sides = fine.sides;
+    if let Some(source) = &fine.source {
+        let mut coarse = Fields::zeros(layout, source.vars.len());
+        inject(source, &mut coarse);
+        p = p.with_source(coarse)?;
+    }
     Ok(p)
 }
 
@@ -174,18 +191,29 @@ pub fn coarse_problem<R: Real>(
 /// nodes each way.
 pub const MIN_COARSE_NODES: usize = 5;
 
-/// A full-approximation-scheme V-cycle over the levels of one grid, each a CPU backend of its
+/// A full-approximation-scheme cycle over the levels of one grid, each a CPU backend of its
 /// own: on each level `pre` iterations of the level's own method (explicit step or implicit
 /// relaxation), the full-weighted residual and the injected state handed down as the coarser
 /// level's forcing (its source term: restricted fine residual minus the coarse residual of
-/// the injected state), the coarser level's change interpolated back, then `post`
-/// iterations; `coarsest` iterations on the coarsest level ([`crate::Multigrid`]). As a
-/// [`Backend`], one iteration is one cycle.
+/// the injected state), the coarser level cycled once (V) or twice (W), its change
+/// interpolated back, then `post` iterations; `coarsest` iterations on the coarsest level
+/// ([`crate::Multigrid`]). As a [`Backend`], one iteration is one cycle, and its residuals
+/// are those of the finest level's state at the cycle's start (of its first iteration; of
+/// its last where `pre` is 0), as one grid's iteration reports the state it starts from.
 pub struct Fas<R: Real> {
     levels: Vec<CpuBackend<R>>,
+    /// Each level's own source term (its problem's), which its forcing replaces in a cycle.
+    sources: Vec<Option<Fields<R>>>,
     /// Pressure reference node's offset on each level.
     references: Vec<usize>,
     cycle: Multigrid,
+    /// Whether the full-multigrid start is still to come (the first cycle of a run that did
+    /// not start from a given state).
+    start: bool,
+    /// The levels' threads: a cycle runs on them, so that each level's parallel passes
+    /// start there instead of handing over from another thread (which cost a W-cycle 2.3x
+    /// its arithmetic on a 257² grid).
+    pool: Arc<rayon::ThreadPool>,
 }
 
 impl<R: Real> Fas<R> {
@@ -198,8 +226,7 @@ impl<R: Real> Fas<R> {
         };
         let cycle = problem.numerics.multigrid;
         let (dim, n) = (problem.layout.dim, problem.layout.n);
-        let mut backends = Vec::new();
-        let mut references = Vec::new();
+        let (mut backends, mut sources, mut references) = (Vec::new(), Vec::new(), Vec::new());
         for n in levels(dim, n, MIN_COARSE_NODES, cycle.levels) {
             let p = match n == problem.layout.n {
                 true => problem.clone(),
@@ -207,11 +234,15 @@ impl<R: Real> Fas<R> {
             };
             references.push(p.pressure_ref_offset());
             backends.push(CpuBackend::on(&p, Arc::clone(&pool))?);
+            sources.push(p.source);
         }
         Ok(Fas {
             levels: backends,
+            sources,
             references,
             cycle,
+            start: cycle.fmg,
+            pool,
         })
     }
 
@@ -230,29 +261,81 @@ impl<R: Real> Fas<R> {
         &mut self.levels[0]
     }
 
-    /// Work of one cycle in iterations of the finest level (a coarser level's iteration costs
-    /// its share of the nodes).
-    pub fn work(&self) -> f64 {
+    /// Work of a cycle from level `from` in iterations of the finest level (a coarser level's
+    /// iteration costs its share of the nodes; a W-cycle visits level l 2^(l − from) times).
+    fn work_from(&self, from: usize) -> f64 {
         let Multigrid {
             pre,
             post,
             coarsest,
+            shape,
             ..
         } = self.cycle;
         let last = self.levels.len() - 1;
         let fine = self.levels[0].layout().interior_nodes() as f64;
-        (self.levels.iter().enumerate())
-            .map(|(l, b)| {
-                let share = b.layout().interior_nodes() as f64 / fine;
-                share * if l == last { coarsest } else { pre + post } as f64
-            })
-            .sum()
+        let mut visits = 1.0;
+        let mut work = 0.0;
+        for (l, b) in self.levels.iter().enumerate().skip(from) {
+            let share = b.layout().interior_nodes() as f64 / fine;
+            work += visits * share * if l == last { coarsest } else { pre + post } as f64;
+            visits *= shape.visits() as f64;
+        }
+        work
     }
 
-    /// One V-cycle from the finest level; the finest level's residuals of its last
-    /// iteration.
+    /// Work of one cycle in iterations of the finest level.
+    pub fn work(&self) -> f64 {
+        self.work_from(0)
+    }
+
+    /// Work of the full-multigrid start in iterations of the finest level: one iteration
+    /// for the initial residuals, the coarsest level's iterations, then one cycle from each
+    /// level between.
+    pub fn start_work(&self) -> f64 {
+        let last = self.levels.len() - 1;
+        1.0 + (1..=last).map(|l| self.work_from(l)).sum::<f64>()
+    }
+
+    /// One cycle from the finest level (after the full-multigrid start, if it is due); the
+    /// residuals of the finest level's state at its start.
     pub fn cycle(&mut self) -> Result<Residuals, BackendError> {
+        if std::mem::take(&mut self.start) {
+            let initial = self.full_start()?;
+            self.cycle_from(0)?;
+            return Ok(initial);
+        }
         self.cycle_from(0)
+    }
+
+    /// The full-multigrid start: each level from the coarsest up solves its own problem by
+    /// one cycle from it (the coarsest by its `coarsest` iterations), starting from the
+    /// interpolated answer of the level below; the finest level's answer is left for the
+    /// first cycle. Returns the residuals of the finest level's initial state (of an
+    /// iteration from it, which the interpolation then replaces).
+    fn full_start(&mut self) -> Result<Residuals, BackendError> {
+        let initial = self.levels[0].advance(1)?;
+        let last = self.levels.len() - 1;
+        self.levels[last].set_source(self.sources[last].clone())?;
+        self.levels[last].advance(self.cycle.coarsest)?;
+        for l in (1..last).rev() {
+            self.levels[l].set_source(self.sources[l].clone())?;
+            self.interpolate_up(l)?;
+            self.cycle_from(l)?;
+        }
+        self.interpolate_up(0)?;
+        Ok(initial)
+    }
+
+    /// Replaces level `l`'s interior by the interpolation of level `l + 1`'s state, its
+    /// pressure shifted so that the reference node keeps its value.
+    fn interpolate_up(&mut self, l: usize) -> Result<(), BackendError> {
+        let coarse = self.levels[l + 1].download()?;
+        let mut state = self.levels[l].download()?;
+        let before = state.vars[0][self.references[l]];
+        prolong(&coarse, &mut state);
+        let shift = state.vars[0][self.references[l]] - before;
+        state.vars[0].iter_mut().for_each(|p| *p = *p - shift);
+        self.levels[l].upload(&state)
     }
 
     fn cycle_from(&mut self, l: usize) -> Result<Residuals, BackendError> {
@@ -260,12 +343,19 @@ impl<R: Real> Fas<R> {
             pre,
             post,
             coarsest,
+            shape,
             ..
         } = self.cycle;
         if l + 1 == self.levels.len() {
             return self.levels[l].advance(coarsest);
         }
-        self.levels[l].advance(pre)?;
+        let first = match pre {
+            0 => None,
+            _ => Some(self.levels[l].advance(1)?),
+        };
+        if pre > 1 {
+            self.levels[l].advance(pre - 1)?;
+        }
         let residual = self.levels[l].residual_field();
         let mut state = self.levels[l].download()?;
         let coarse = &mut self.levels[l + 1];
@@ -283,7 +373,9 @@ impl<R: Real> Fas<R> {
             }
         }
         coarse.set_source(Some(forcing))?;
-        self.cycle_from(l + 1)?;
+        for _ in 0..shape.visits() {
+            self.cycle_from(l + 1)?;
+        }
         let mut change = self.levels[l + 1].download()?;
         for (c, s) in change.vars.iter_mut().zip(&start.vars) {
             for (c, s) in c.iter_mut().zip(s) {
@@ -295,7 +387,8 @@ impl<R: Real> Fas<R> {
         change.vars[0].iter_mut().for_each(|p| *p = *p - level);
         prolong_add(&change, &mut state);
         self.levels[l].upload(&state)?;
-        self.levels[l].advance(post)
+        let last = self.levels[l].advance(post)?;
+        Ok(first.unwrap_or(last))
     }
 }
 
@@ -308,11 +401,14 @@ impl<R: Real> Backend for Fas<R> {
 
     /// `iterations` cycles.
     fn advance(&mut self, iterations: usize) -> Result<Residuals, BackendError> {
-        let mut residuals = Residuals::default();
-        for _ in 0..iterations {
-            residuals = self.cycle()?;
-        }
-        Ok(residuals)
+        let pool = Arc::clone(&self.pool);
+        pool.install(|| {
+            let mut residuals = Residuals::default();
+            for _ in 0..iterations {
+                residuals = self.cycle()?;
+            }
+            Ok(residuals)
+        })
     }
 
     fn layout(&self) -> Layout {
@@ -323,7 +419,9 @@ impl<R: Real> Backend for Fas<R> {
         self.levels[0].download()
     }
 
+    /// A given state (a restart's): no full-multigrid start over it.
     fn upload(&mut self, fields: &Fields<R>) -> Result<(), BackendError> {
+        self.start = false;
         self.levels[0].upload(fields)
     }
 }

@@ -28,11 +28,35 @@ pub struct Numerics {
     pub multigrid: Multigrid,
 }
 
-/// The multigrid cycle ([`crate::multigrid::Fas`]): a V-cycle over at most `levels` levels.
+/// How often a multigrid cycle visits each coarser level per visit of the finer one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CycleShape {
+    /// Once.
+    V,
+    /// Twice.
+    W,
+}
+
+impl CycleShape {
+    /// Visits of the next coarser level per visit of a level.
+    pub fn visits(self) -> usize {
+        match self {
+            CycleShape::V => 1,
+            CycleShape::W => 2,
+        }
+    }
+}
+
+/// The multigrid cycle ([`crate::multigrid::Fas`]) over at most `levels` levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Multigrid {
     /// Most levels, the finest included: 1 is one grid (no multigrid).
     pub levels: usize,
+    /// V- or W-cycle.
+    pub shape: CycleShape,
+    /// A full-multigrid start: the coarsest level's problem converged first, its answer
+    /// interpolated to the next finer level and improved by one cycle there, and so on up.
+    pub fmg: bool,
     /// Iterations on each level before its coarse-grid correction.
     pub pre: usize,
     /// Iterations on each level after it.
@@ -42,10 +66,15 @@ pub struct Multigrid {
 }
 
 impl Default for Multigrid {
-    /// One grid; V(1, 1) with 8 iterations on the coarsest level once levels are asked for.
+    /// One grid; once levels are asked for, W(1, 1) cycles with 8 iterations on the coarsest
+    /// level after a full-multigrid start: of V and W, with and without the start, the
+    /// fastest at Re = 1000 (V-cycles needed 2.3–2.9 times as many from 257² up) and within
+    /// 1.5x of the fastest at Re = 100 (BENCHMARKS.md).
     fn default() -> Multigrid {
         Multigrid {
             levels: 1,
+            shape: CycleShape::W,
+            fmg: true,
             pre: 1,
             post: 1,
             coarsest: 8,

@@ -227,14 +227,22 @@ fn multigrid<R: Real>(
         .map(|n| format!("{:?}", &n[..problem.layout.dim]))
         .collect();
     let line = format!(
-        "cpu, {threads} thread{}{}; multigrid V({}, {}), {} on the coarsest, {} levels {}",
+        "cpu, {threads} thread{}{}; multigrid {}{:?}({}, {}), {} on the coarsest, {} levels {} \
+         (work of a cycle: {:.2} iterations of the finest grid{})",
         if threads == 1 { "" } else { "s" },
         relaxation_note(problem, false),
+        if mg.fmg { "full-multigrid start, " } else { "" },
+        mg.shape,
         mg.pre,
         mg.post,
         mg.coarsest,
         grids.len(),
-        grids.join(" ")
+        grids.join(" "),
+        b.work(),
+        match mg.fmg {
+            true => format!("; of the full-multigrid start: {:.2}", b.start_work()),
+            false => String::new(),
+        }
     );
     Ok((Box::new(b), line))
 }

@@ -9,7 +9,9 @@
 //! are still read ([`v1`]), as the same case.
 use crate::convection::{no_temperature_range, HeatedCavity};
 use crate::walls::{box_problem, temperature_range, Values, Wall, PATCHES};
-use ferroflow_ac::{Implicit, Method, Multigrid, Numerics, Physics, Problem, Relaxation};
+use ferroflow_ac::{
+    CycleShape, Implicit, Method, Multigrid, Numerics, Physics, Problem, Relaxation,
+};
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Layout, ProblemError, Real, Side};
 use ferroflow_solver::StopCriteria;
@@ -217,6 +219,20 @@ pub struct NumericsSpec {
     pub multigrid: usize,
     /// Multigrid iterations before and after the correction, and on the coarsest level.
     pub multigrid_sweeps: [usize; 3],
+    /// Multigrid cycle shape.
+    pub multigrid_cycle: CycleKind,
+    /// Whether multigrid starts by full multigrid.
+    pub multigrid_fmg: bool,
+}
+
+/// `numerics.multigrid_cycle`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CycleKind {
+    /// Each coarser level once per visit of the finer.
+    V,
+    /// Twice.
+    W,
 }
 
 /// `numerics.method`.
@@ -420,6 +436,8 @@ impl Default for NumericsSpec {
             implicit_precision: Precision::F32,
             multigrid: 1,
             multigrid_sweeps: [1, 1, 8],
+            multigrid_cycle: CycleKind::W,
+            multigrid_fmg: true,
         }
     }
 }
@@ -930,6 +948,11 @@ impl Case {
             method,
             multigrid: Multigrid {
                 levels: s.multigrid,
+                shape: match s.multigrid_cycle {
+                    CycleKind::V => CycleShape::V,
+                    CycleKind::W => CycleShape::W,
+                },
+                fmg: s.multigrid_fmg,
                 pre,
                 post,
                 coarsest,
