@@ -25,10 +25,13 @@ struct Coeffs {
     real_t alpha;
     real_t t_ref;
     real_t buoyancy[3];
+    real_t divergence;  // weight of the divergence form in convection
 };
 
-// Convection u.grad(q) and Laplacian of the transported variable `v` (a velocity component or
-// T), which is `centre` at the node: the twin of `transport` in step.rs.
+// Convection (advective form, plus c.divergence times its difference from the divergence
+// form where that weight is not 0: a branch every thread takes alike) and Laplacian of the
+// transported variable `v` (a velocity component or T), which is `centre` at the node: the
+// twin of `transport` in step.rs.
 template <class N>
 __device__ __forceinline__ void transport(const Coeffs& c, const N& nb, int v,
                                           const real_t vel[DIM], real_t centre, real_t& conv,
@@ -37,7 +40,13 @@ __device__ __forceinline__ void transport(const Coeffs& c, const N& nb, int v,
     lap = 0;
     for (int d = 0; d < DIM; ++d) {
         const real_t lo = nb.at(v, d, -1), hi = nb.at(v, d, 1);
-        conv = conv + vel[d] * central_difference(lo, hi, c.inv_2h[d]);
+        const real_t advective = vel[d] * central_difference(lo, hi, c.inv_2h[d]);
+        conv = conv + advective;
+        if (c.divergence != 0) {
+            const real_t u_lo = nb.at(1 + d, d, -1), u_hi = nb.at(1 + d, d, 1);
+            const real_t divergence = central_difference(u_lo * lo, u_hi * hi, c.inv_2h[d]);
+            conv = conv + c.divergence * (divergence - advective);
+        }
         lap = lap + second_difference(lo, centre, hi, c.inv_h2[d]);
     }
 }

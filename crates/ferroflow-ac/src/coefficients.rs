@@ -35,9 +35,16 @@ pub struct Coefficients<R> {
     pub t_ref: R,
     /// −β_T g⃗ per axis: the momentum source per unit T − T_ref.
     pub buoyancy: [R; 3],
+    /// Weight of the divergence form in the convective terms (0: advective, ½: skew-symmetric).
+    pub divergence: R,
 }
 
 impl<R: Real> Coefficients<R> {
+    /// Whether convection takes the divergence form's share (skew-symmetric).
+    pub fn skew(&self) -> bool {
+        self.divergence != R::zero()
+    }
+
     /// The constants of `problem`.
     pub fn new(problem: &Problem<R>) -> Coefficients<R> {
         let (ph, num) = (problem.physics, problem.numerics);
@@ -73,6 +80,7 @@ impl<R: Real> Coefficients<R> {
             alpha: R::of(energy.diffusivity),
             t_ref: R::of(energy.t_ref),
             buoyancy: energy.buoyancy.map(R::of),
+            divergence: R::of(num.convection.divergence_weight()),
         }
     }
 }

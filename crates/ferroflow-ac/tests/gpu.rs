@@ -5,7 +5,9 @@
 //! with `--ignored` (scripts/gpu-check.sh does) they fail where no GPU is usable.
 use ferroflow_ac::cpu::CpuBackend;
 use ferroflow_ac::cuda::{candidates, CudaBackend, CudaOptions, LaunchShape, TuneMode};
-use ferroflow_ac::{Decomposed, Implicit, Method, Numerics, Problem, Relaxation, SideBc};
+use ferroflow_ac::{
+    Convection, Decomposed, Implicit, Method, Numerics, Problem, Relaxation, SideBc,
+};
 use ferroflow_cases::convection::HeatedCavity;
 use ferroflow_cases::{cavity, mms::Manufactured};
 use ferroflow_core::decomposition::Decomposition;
@@ -192,6 +194,39 @@ fn manufactured_f64_with_energy_matches_the_cpu() {
     matches_cpu("mms energy 3D f64", &three, &untuned(), 1e-10);
 }
 
+/// `problem` with skew-symmetric convection.
+fn skew<R: Real>(mut problem: Problem<R>) -> Problem<R> {
+    problem.numerics.convection = Convection::SkewSymmetric;
+    problem
+}
+
+#[test]
+#[ignore = "needs a GPU: run with --ignored, see README.md or scripts/gpu-check.sh"]
+fn skew_symmetric_convection_matches_the_cpu() {
+    gpu();
+    matches_cpu(
+        "skew cavity 2D f64",
+        &skew(cavity::<f64>(2)),
+        &untuned(),
+        1e-10,
+    );
+    matches_cpu(
+        "skew cavity 3D f64",
+        &skew(cavity::<f64>(3)),
+        &untuned(),
+        1e-10,
+    );
+    let tiled = CudaOptions {
+        tune: TuneMode::Fixed(LaunchShape::tiled([32, 4], 8).with_min_blocks(4)),
+        ..CudaOptions::default()
+    };
+    let heated = skew(heated::<f64>(3));
+    matches_cpu("skew heated 3D f64", &heated, &untuned(), 1e-10);
+    matches_cpu("skew heated 3D f64 tiled", &heated, &tiled, 1e-10);
+    let mms = skew(manufactured_energy::<f64>(3));
+    matches_cpu("skew mms energy 3D f64", &mms, &untuned(), 1e-10);
+}
+
 /// `problem` relaxed implicitly by Jacobi sweeps, the operator in f32 (`single`) or f64.
 fn jacobi<R: Real>(mut problem: Problem<R>, single: bool) -> Problem<R> {
     problem.numerics.method = Method::Implicit(Implicit {
@@ -218,6 +253,7 @@ fn implicit_jacobi_is_bitwise_the_cpu_in_f64() {
         ("heated 3D", heated::<f64>(3)),
         ("adiabatic x walls 3D", adiabatic_x),
         ("mms energy 3D", manufactured_energy::<f64>(3)),
+        ("skew heated 3D", skew(heated::<f64>(3))),
     ];
     for single in [false, true] {
         for (label, problem) in &problems {

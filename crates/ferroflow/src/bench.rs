@@ -9,7 +9,8 @@ use crate::Failure;
 use clap::Args;
 use ferroflow_ac::{Numerics, Problem};
 use ferroflow_cases::case::{
-    builtin, BackendKind, BackendSpec, Exchange, MethodKind, ParallelSpec, Precision, BUILTIN,
+    builtin, BackendKind, BackendSpec, ConvectionKind, Exchange, MethodKind, ParallelSpec,
+    Precision, BUILTIN,
 };
 use ferroflow_cases::cavity;
 use ferroflow_core::decomposition::Decomposition;
@@ -67,6 +68,9 @@ pub struct BenchArgs {
     /// Benchmark the buoyancy-driven cavity (energy equation on) instead of the lid-driven one.
     #[arg(long)]
     energy: bool,
+    /// Form of the convective terms (`numerics.convection`).
+    #[arg(long, value_enum, default_value = "advective")]
+    convection: ConvectionKind,
     /// Timed repetitions (the median is reported).
     #[arg(long, default_value_t = 5)]
     repeats: usize,
@@ -209,11 +213,15 @@ fn problem<R: Real>(args: &BenchArgs, dim: usize, n: usize) -> Result<Problem<R>
     // Weak scaling: every block owns n - 2 nodes per axis, as one block of n nodes does.
     let nodes = blocks.map(|p| if args.weak { p * (n - 2) + 2 } else { n });
     if !args.energy {
-        return cavity::lid_driven::<R>(dim, nodes, 1000.0, 1.0, Numerics::default())
-            .map_err(Failure::input);
+        let numerics = Numerics {
+            convection: args.convection.form(),
+            ..Numerics::default()
+        };
+        return cavity::lid_driven::<R>(dim, nodes, 1000.0, 1.0, numerics).map_err(Failure::input);
     }
     let mut case = builtin(if dim == 2 { "bdc2d" } else { "bdc3d" }).expect("built-in case");
     case.mesh.nodes = nodes[..dim].to_vec();
+    case.numerics.convection = args.convection;
     // The explicit pass, whose bytes per node the roofline counts.
     case.numerics.method = MethodKind::Explicit;
     case.problem::<R>().map_err(Failure::input)

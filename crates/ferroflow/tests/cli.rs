@@ -786,6 +786,18 @@ fn verify_mms_checks_its_output_first_and_says_pass_or_fail() {
     let table = fs::read_to_string(tmp.path().join("coarse/mms.csv")).unwrap();
     assert_eq!(table.lines().count(), 7, "{table}");
     assert!(!tmp.path().join("coarse/mms.csv.tmp").exists());
+    // By multigrid, the skew-symmetric form: second order from 33 to 65 (1.96 to 2.02).
+    let out = ferroflow(tmp.path())
+        .args(["verify", "mms", "--sizes", "17,33,65", "--multigrid"])
+        .args(["--convection", "skew-symmetric", "--out", "mg"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("PASS: observed orders on n = 65"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -2,19 +2,29 @@
 //! iteration is one fused pass over all interior nodes on a rayon pool owned by the backend
 //! (`ferroflow_cpu::pool`: subnormals flushed), then the boundary fill and a buffer swap.
 
-/// Runs `$go!(D, SRC, E)`, a macro of the caller's, with the const generics matching the
-/// run-time dimension, source term and energy equation: one specialised kernel each.
+/// Runs `$go!(D, SRC, E, K)`, a macro of the caller's, with the const generics matching the
+/// run-time dimension, source term, energy equation and skew-symmetric convection: one
+/// specialised kernel each (a run-time test of the convection form cost the 2D pass its
+/// vectorisation).
 macro_rules! for_variant {
-    ($dim:expr, $source:expr, $energy:expr, $go:ident) => {
-        match ($dim, $source, $energy) {
-            (2, false, false) => $go!(2, false, false),
-            (2, true, false) => $go!(2, true, false),
-            (3, false, false) => $go!(3, false, false),
-            (3, true, false) => $go!(3, true, false),
-            (2, false, true) => $go!(2, false, true),
-            (2, true, true) => $go!(2, true, true),
-            (3, false, true) => $go!(3, false, true),
-            (3, true, true) => $go!(3, true, true),
+    ($dim:expr, $source:expr, $energy:expr, $skew:expr, $go:ident) => {
+        match ($dim, $source, $energy, $skew) {
+            (2, false, false, false) => $go!(2, false, false, false),
+            (2, true, false, false) => $go!(2, true, false, false),
+            (3, false, false, false) => $go!(3, false, false, false),
+            (3, true, false, false) => $go!(3, true, false, false),
+            (2, false, true, false) => $go!(2, false, true, false),
+            (2, true, true, false) => $go!(2, true, true, false),
+            (3, false, true, false) => $go!(3, false, true, false),
+            (3, true, true, false) => $go!(3, true, true, false),
+            (2, false, false, true) => $go!(2, false, false, true),
+            (2, true, false, true) => $go!(2, true, false, true),
+            (3, false, false, true) => $go!(3, false, false, true),
+            (3, true, false, true) => $go!(3, true, false, true),
+            (2, false, true, true) => $go!(2, false, true, true),
+            (2, true, true, true) => $go!(2, true, true, true),
+            (3, false, true, true) => $go!(3, false, true, true),
+            (3, true, true, true) => $go!(3, true, true, true),
             (dim, ..) => unreachable!("dimension {dim}"),
         }
     };

@@ -59,12 +59,16 @@ pub(crate) fn at<R: Copy>(a: &[R], o: usize) -> R {
 /// the update loop carries no dependency and vectorises.
 const CHUNK: usize = 64;
 
-/// Convection `u·∇q` and Laplacian `∇²q` of the transported variable `q` (a velocity
-/// component or T) at offset `o`, where it is `centre`, by central differences.
+/// Convection and Laplacian `∇²q` of the transported variable `q` (a velocity component or
+/// T) at offset `o`, where it is `centre`, by central differences. Convection is the advective
+/// form `u·∇q`, plus, with `K` (skew-symmetric), `c.divergence` times its difference from the
+/// divergence form `∇·(u q)` (the velocity `u` of the state `qs`). The advective form is a
+/// kernel of its own: computing the extra terms times 0 cost the 3D pass a fifth of its speed.
 #[inline(always)]
-fn transport<R: Real, const D: usize>(
+fn transport<R: Real, const D: usize, const K: bool>(
     c: &Coeffs<R>,
     st: [usize; 3],
+    qs: [&[R]; V],
     q: &[R],
     o: usize,
     vel: &[R; D],
@@ -74,7 +78,13 @@ fn transport<R: Real, const D: usize>(
     for d in 0..D {
         let s = st[d];
         let (lo, hi) = (at(q, o - s), at(q, o + s));
-        conv = conv + vel[d] * central_difference(lo, hi, c.inv_2h[d]);
+        let advective = vel[d] * central_difference(lo, hi, c.inv_2h[d]);
+        conv = conv + advective;
+        if K {
+            let (u_lo, u_hi) = (at(qs[1 + d], o - s), at(qs[1 + d], o + s));
+            let divergence = central_difference(u_lo * lo, u_hi * hi, c.inv_2h[d]);
+            conv = conv + c.divergence * (divergence - advective);
+        }
         lap = lap + second_difference(lo, centre, hi, c.inv_h2[d]);
     }
     (conv, lap)
@@ -98,7 +108,13 @@ pub(crate) struct NodeResidual<R, const D: usize> {
 /// The residuals of the scheme at offset `o` from the state `q`. With `E` (energy), T is
 /// variable `1 + D`.
 #[inline(always)]
-pub(crate) fn node_residual<R: Real, const D: usize, const SRC: bool, const E: bool>(
+pub(crate) fn node_residual<
+    R: Real,
+    const D: usize,
+    const SRC: bool,
+    const E: bool,
+    const K: bool,
+>(
     c: &Coeffs<R>,
     st: [usize; 3],
     q: [&[R]; V],
@@ -140,7 +156,7 @@ pub(crate) fn node_residual<R: Real, const D: usize, const SRC: bool, const E: b
     }
     let tc = if E { at(q[1 + D], o) } else { R::zero() };
     for m in 0..D {
-        let (conv, lap) = transport(c, st, q[1 + m], o, &vel, vel[m]);
+        let (conv, lap) = transport::<R, D, K>(c, st, q, q[1 + m], o, &vel, vel[m]);
         let s = st[m];
         let grad_p = central_difference(at(p, o - s), at(p, o + s), c.inv_2h[m]);
         let mut rm = c.nu * lap - conv - grad_p * c.inv_rho;
@@ -153,7 +169,7 @@ pub(crate) fn node_residual<R: Real, const D: usize, const SRC: bool, const E: b
         r[1 + m] = rm;
     }
     if E {
-        let (conv, lap) = transport(c, st, q[1 + D], o, &vel, tc);
+        let (conv, lap) = transport::<R, D, K>(c, st, q, q[1 + D], o, &vel, tc);
         let mut rt = c.alpha * lap - conv;
         if SRC {
             rt = rt + at(src[1 + D], o);
@@ -173,7 +189,7 @@ pub(crate) fn node_residual<R: Real, const D: usize, const SRC: bool, const E: b
 /// residual sums.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn update_row<R: Real, const D: usize, const SRC: bool, const E: bool>(
+fn update_row<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool>(
     c: &Coeffs<R>,
     st: [usize; 3],
     q: [&[R]; V],
@@ -190,7 +206,7 @@ fn update_row<R: Real, const D: usize, const SRC: bool, const E: bool>(
         let len = CHUNK.min(count - first);
         for t in 0..len {
             let (x, o) = (first + t, start + first + t);
-            let n = node_residual::<R, D, SRC, E>(c, st, q, src, o);
+            let n = node_residual::<R, D, SRC, E, K>(c, st, q, src, o);
             let dt = c.cfl / n.rate;
             out[0][x] = at(q[0], o) + dt * n.r[0] - p_shift;
             // The norm measures the change of the referenced pressure: a uniform drift (which
@@ -221,11 +237,11 @@ pub(crate) fn interior_pass<R: Real>(
     row_sums: &mut [[f64; V]],
 ) -> Residuals {
     macro_rules! go {
-        ($d:literal, $s:literal, $e:literal) => {
-            pass::<R, $d, $s, $e>(c, cur, next, source, p_shift, row_sums)
+        ($d:literal, $s:literal, $e:literal, $k:literal) => {
+            pass::<R, $d, $s, $e, $k>(c, cur, next, source, p_shift, row_sums)
         };
     }
-    for_variant!(cur.layout.dim, source.is_some(), energy, go)
+    for_variant!(cur.layout.dim, source.is_some(), energy, c.skew(), go)
 }
 
 /// The scheme's residual R(Q) (with the source term, if any) of `cur` at every interior node
@@ -241,14 +257,14 @@ pub(crate) fn residual_field<R: Real>(
     energy: bool,
 ) {
     macro_rules! go {
-        ($d:literal, $s:literal, $e:literal) => {
-            residual_rows::<R, $d, $s, $e>(c, cur, out, source)
+        ($d:literal, $s:literal, $e:literal, $k:literal) => {
+            residual_rows::<R, $d, $s, $e, $k>(c, cur, out, source)
         };
     }
-    for_variant!(cur.layout.dim, source.is_some(), energy, go)
+    for_variant!(cur.layout.dim, source.is_some(), energy, c.skew(), go)
 }
 
-fn residual_rows<R: Real, const D: usize, const SRC: bool, const E: bool>(
+fn residual_rows<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool>(
     c: &Coeffs<R>,
     cur: &Fields<R>,
     out: &mut Fields<R>,
@@ -280,7 +296,7 @@ fn residual_rows<R: Real, const D: usize, const SRC: bool, const E: bool>(
             let [weights, ..] = unsafe { row_slices(weight_ptr.ptrs(), start, count) };
             let mut sums = [0.0; 2];
             for x in 0..count {
-                let n = node_residual::<R, D, SRC, E>(c, l.stride, q, src, start + x);
+                let n = node_residual::<R, D, SRC, E, K>(c, l.stride, q, src, start + x);
                 for v in 0..equations {
                     rows[v][x] = n.r[v];
                 }
@@ -306,7 +322,7 @@ pub(crate) fn interior_rows(l: &Layout) -> usize {
     (l.n[1] - 2) * if l.dim == 3 { l.n[2] - 2 } else { 1 }
 }
 
-fn pass<R: Real, const D: usize, const SRC: bool, const E: bool>(
+fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool>(
     c: &Coeffs<R>,
     cur: &Fields<R>,
     next: &mut Fields<R>,
@@ -334,7 +350,7 @@ fn pass<R: Real, const D: usize, const SRC: bool, const E: bool>(
             let start = l.index(1, j as isize, k as isize);
             // SAFETY: row r is this task's alone.
             let rows = unsafe { row_slices(out.ptrs(), start, count) };
-            *sums = update_row::<R, D, SRC, E>(c, l.stride, q, src, rows, start, p_shift);
+            *sums = update_row::<R, D, SRC, E, K>(c, l.stride, q, src, rows, start, p_shift);
         });
     let mut total = Residuals::zeros(1 + D + E as usize, l.interior_nodes());
     for sums in row_sums.iter() {

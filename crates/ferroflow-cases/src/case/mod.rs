@@ -10,7 +10,7 @@
 use crate::convection::{no_temperature_range, HeatedCavity};
 use crate::walls::{box_problem, temperature_range, Values, Wall, PATCHES};
 use ferroflow_ac::{
-    CycleShape, Implicit, Method, Multigrid, Numerics, Physics, Problem, Relaxation,
+    Convection, CycleShape, Implicit, Method, Multigrid, Numerics, Physics, Problem, Relaxation,
 };
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Layout, ProblemError, Real, Side};
@@ -196,6 +196,8 @@ pub struct NumericsSpec {
     pub kappa: f64,
     /// Fourth-difference pressure dissipation coefficient.
     pub c4: f64,
+    /// Form of the convective terms.
+    pub convection: ConvectionKind,
     /// Relative residual at which the run has converged.
     pub tolerance: f64,
     /// Iteration limit.
@@ -223,6 +225,26 @@ pub struct NumericsSpec {
     pub multigrid_cycle: CycleKind,
     /// Whether multigrid starts by full multigrid.
     pub multigrid_fmg: bool,
+}
+
+/// `numerics.convection`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConvectionKind {
+    /// u·∇q (seed 000).
+    Advective,
+    /// The mean of u·∇q and ∇·(u q).
+    SkewSymmetric,
+}
+
+impl ConvectionKind {
+    /// The scheme's form.
+    pub fn form(self) -> Convection {
+        match self {
+            ConvectionKind::Advective => Convection::Advective,
+            ConvectionKind::SkewSymmetric => Convection::SkewSymmetric,
+        }
+    }
 }
 
 /// `numerics.multigrid_cycle`.
@@ -426,6 +448,7 @@ impl Default for NumericsSpec {
             cfl: 0.8,
             kappa: 1.0,
             c4: 0.02,
+            convection: ConvectionKind::Advective,
             tolerance: 1e-7,
             max_iterations: 200_000,
             check_interval: 50,
@@ -945,6 +968,7 @@ impl Case {
             cfl: s.cfl,
             kappa: s.kappa,
             c4: s.c4,
+            convection: s.convection.form(),
             method,
             multigrid: Multigrid {
                 levels: s.multigrid,
