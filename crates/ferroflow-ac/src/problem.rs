@@ -92,7 +92,7 @@ pub struct Multigrid {
 impl Default for Multigrid {
     /// One grid; once levels are asked for, W(1, 1) cycles with 8 iterations on the coarsest
     /// level after a full-multigrid start: of V and W, with and without the start, the
-    /// fastest at Re = 1000 (V-cycles needed 2.3–2.9 times as many from 257² up) and within
+    /// fastest at Re = 1000 from 257² up (V-cycles needed 1.7–2.2 times as many) and within
     /// 1.5x of the fastest at Re = 100 (BENCHMARKS.md).
     fn default() -> Multigrid {
         Multigrid {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 fn cavity(n: usize) -> Problem<f64> {
     let numerics = Numerics {
         method: Method::Implicit(Implicit::default()),
-        // V(1, 1) cycles over every level down to 5 nodes per axis, 8 iterations on the
+        // (1, 1) cycles over every level down to 9 nodes per axis, 8 iterations on the
         // coarsest.
         multigrid: Multigrid {
             levels: 20,
@@ -55,7 +55,7 @@ fn a_cycle_keeps_a_converged_state_and_converges_to_the_single_grid_answer() {
     for (shape, fmg) in SHAPES {
         let problem = shaped(cavity(33), shape, fmg);
         let mut mg = fas(&problem, &pool);
-        assert_eq!(mg.depth(), 4);
+        assert_eq!(mg.depth(), 3);
         // A given state: no full-multigrid start over it.
         mg.upload(&converged).unwrap();
         mg.advance(1).unwrap();
@@ -98,7 +98,7 @@ fn velocity_apart(a: &Fields<f64>, b: &Fields<f64>) -> f64 {
 }
 
 /// A full-multigrid start leaves the finest grid closer to its answer after the first cycle
-/// than a cycle from rest (RMS velocity error 2.5e-3 against 7.2e-3 at 129², Re = 100,
+/// than a cycle from rest (RMS velocity error 2.4e-3 against 6.7e-3 at 129², Re = 100,
 /// 2026-11-24), for less than two cycles' work.
 #[test]
 fn a_full_multigrid_start_begins_near_the_answer() {
@@ -125,7 +125,7 @@ fn multigrid_converges_with_a_fraction_of_the_single_grid_work() {
     let problem = cavity(65);
     let pool = Arc::new(ferroflow_cpu::pool(2).unwrap());
     let mut mg = fas(&problem, &pool);
-    assert_eq!(mg.depth(), 5);
+    assert_eq!(mg.depth(), 4);
     let start = largest(&mg.finest().advance(1).unwrap().l2());
     let mut cycles = 0;
     let mut r = start;
@@ -180,6 +180,20 @@ fn cycles_do_not_grow_with_the_grid_at_re_100() {
         cycles[1] as f64 <= 1.3 * cycles[0] as f64,
         "cycles at 129², 257²: {cycles:?}"
     );
+}
+
+/// The buoyancy-driven cavity (Ra = 1e5) by the default cycle, W + FMG: with coarse levels
+/// down to 5 nodes per axis it diverged within two cycles on 65²; down to 9 it converges in
+/// 56.
+#[test]
+fn the_buoyancy_driven_cavity_converges_by_w_cycles() {
+    let mut case = ferroflow_cases::case::builtin("bdc2d").unwrap();
+    case.mesh.nodes = vec![65, 65];
+    case.numerics.multigrid = 20;
+    let problem = case.problem::<f64>().unwrap();
+    let pool = Arc::new(ferroflow_cpu::pool(2).unwrap());
+    let cycles = cycles_to(&mut fas(&problem, &pool), 1e-7);
+    assert!(cycles <= 80, "{cycles} cycles");
 }
 
 /// The manufactured solution converged by multigrid has the one-grid errors, so the same

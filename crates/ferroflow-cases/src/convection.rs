@@ -283,7 +283,10 @@ impl HeatedCavity {
     }
 
     /// The largest value of velocity component `m` on the mid-plane normal to axis `m`
-    /// (interpolated there when it falls between nodes), with its position.
+    /// (interpolated there when it falls between nodes), with its position: the largest node
+    /// value, then along each axis in the plane the peak of the parabola through it and its
+    /// two neighbours (a node value alone is off by up to h²/8 of the curvature, 0.2 % of
+    /// v_max on 129² at Ra = 1e5).
     fn plane_maximum<R: Real>(
         &self,
         problem: &Problem<R>,
@@ -291,26 +294,56 @@ impl HeatedCavity {
         m: usize,
     ) -> Extreme {
         let l = fields.grid();
-        let mut best = (f64::NEG_INFINITY, [0.0; 3]);
-        l.for_each_node(|i, j, k, _| {
-            if [i, j, k][m] != 0 {
-                return;
-            }
-            let mut x = problem.coordinates(i, j, k);
+        let on_plane = |node: [usize; 3]| {
+            let mut x = problem.coordinates(node[0], node[1], node[2]);
             x[m] = 0.5 * self.length;
-            let value = interpolate(problem, fields, 1 + m, x);
-            if value > best.0 {
-                best = (value, x);
+            (interpolate(problem, fields, 1 + m, x), x)
+        };
+        let mut best = (f64::NEG_INFINITY, [0; 3]);
+        l.for_each_node(|i, j, k, _| {
+            if [i, j, k][m] == 0 {
+                let value = on_plane([i, j, k]).0;
+                if value > best.0 {
+                    best = (value, [i, j, k]);
+                }
             }
         });
+        let (centre, mut x) = on_plane(best.1);
+        let mut value = centre;
+        for a in (0..l.dim).filter(|a| *a != m) {
+            let node = best.1;
+            if node[a] == 0 || node[a] + 1 == l.n[a] {
+                continue;
+            }
+            let neighbour = |step: isize| {
+                let mut n = node;
+                n[a] = (n[a] as isize + step) as usize;
+                on_plane(n).0
+            };
+            let (offset, rise) = parabola_peak(neighbour(-1), centre, neighbour(1));
+            value += rise;
+            x[a] += offset * problem.spacing[a];
+        }
         let names = ["u on x = L/2", "v on y = L/2", "w on z = L/2"];
         Extreme {
             quantity: names[m].into(),
-            value: best.0,
-            nondimensional: best.0 * self.length / self.diffusivity,
-            at: best.1[..l.dim].iter().map(|x| x / self.length).collect(),
+            value,
+            nondimensional: value * self.length / self.diffusivity,
+            at: x[..l.dim].iter().map(|x| x / self.length).collect(),
         }
     }
+}
+
+/// The peak of the parabola through `(−1, lo)`, `(0, centre)`, `(1, hi)`, `centre` the largest:
+/// its abscissa (in [−½, ½]) and its height above `centre`. Flat (no curvature): the node.
+pub fn parabola_peak(lo: f64, centre: f64, hi: f64) -> (f64, f64) {
+    let curvature = lo - 2.0 * centre + hi;
+    if curvature >= 0.0 {
+        return (0.0, 0.0);
+    }
+    let slope = 0.5 * (hi - lo);
+    let offset = -slope / curvature;
+    (offset, -0.5 * slope * slope / curvature)
 }
 
 /// Heat transfer and flow figures of a buoyancy-driven cavity, in `summary.json`.
@@ -388,6 +421,14 @@ mod tests {
         let ra = 9.81 * 3e-3 * 8.0 * 0.05f64.powi(3) * 0.71 / (1.5e-5 * 1.5e-5);
         assert!((d.rayleigh / ra - 1.0).abs() < 1e-12);
         assert!(HeatedCavity::nondimensional(1e5, 0.71, [0.0; 3]).is_err());
+    }
+
+    #[test]
+    fn parabola_peaks_are_exact_on_parabolas() {
+        let f = |x: f64| 3.0 - 2.0 * (x - 0.3) * (x - 0.3);
+        let (offset, rise) = parabola_peak(f(-1.0), f(0.0), f(1.0));
+        assert!((offset - 0.3).abs() < 1e-15 && (f(0.0) + rise - 3.0).abs() < 1e-15);
+        assert_eq!(parabola_peak(1.0, 1.0, 1.0), (0.0, 0.0));
     }
 
     #[test]

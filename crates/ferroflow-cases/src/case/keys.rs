@@ -338,7 +338,7 @@ pub const KEYS: [KeyDoc; 49] = [
         ">= 1",
         "Most grid levels of the multigrid cycle (full-approximation scheme), the \
          finest included: each coarser level takes every other node while every axis has an \
-         even number of intervals and keeps at least 5 nodes, and run.log says which levels \
+         even number of intervals and keeps at least 9 nodes, and run.log says which levels \
          are used. An iteration is then one cycle. 1: one grid. For now: the CPU, one block, \
          method `implicit` (the explicit step does not smooth enough)",
     ),
@@ -356,7 +356,7 @@ pub const KEYS: [KeyDoc; 49] = [
         "-",
         "`\"v\"`, `\"w\"`",
         "Multigrid cycle shape: each coarser level corrected once (V) or twice (W) per visit \
-         of the level above. At Re = 1000 V needed 2.3–2.9 times as many cycles as W from \
+         of the level above. At Re = 1000 V needed 1.7–2.2 times as many cycles as W from \
          257² up, at Re = 100 as many (a W-cycle costs about 1.5 V-cycles)",
     ),
     key(
