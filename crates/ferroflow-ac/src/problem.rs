@@ -90,14 +90,14 @@ pub struct Multigrid {
 }
 
 impl Default for Multigrid {
-    /// One grid; once levels are asked for, W(1, 1) cycles with 8 iterations on the coarsest
-    /// level after a full-multigrid start: of V and W, with and without the start, the
-    /// fastest at Re = 1000 from 257² up (V-cycles needed 1.7–2.2 times as many) and within
-    /// 1.5x of the fastest at Re = 100 (BENCHMARKS.md).
+    /// One grid; once levels are asked for, V(1, 1) cycles with 8 iterations on the coarsest
+    /// level after a full-multigrid start. W-cycles are faster on the Re = 1000 cavity (V needs
+    /// 1.7–2.2 times the cycles, 1.2–1.3 times the time) but diverged where V converges (the
+    /// buoyancy-driven cavity at Ra = 1e6 on 129²), so V is the default (BENCHMARKS.md).
     fn default() -> Multigrid {
         Multigrid {
             levels: 1,
-            shape: CycleShape::W,
+            shape: CycleShape::V,
             fmg: true,
             pre: 1,
             post: 1,

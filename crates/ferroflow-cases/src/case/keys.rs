@@ -357,7 +357,8 @@ pub const KEYS: [KeyDoc; 49] = [
         "`\"v\"`, `\"w\"`",
         "Multigrid cycle shape: each coarser level corrected once (V) or twice (W) per visit \
          of the level above. At Re = 1000 V needed 1.7–2.2 times as many cycles as W from \
-         257² up, at Re = 100 as many (a W-cycle costs about 1.5 V-cycles)",
+         257² up (1.2–1.3 times the time), at Re = 100 as many (a W-cycle costs about 1.5 \
+         V-cycles); W diverged where V converged (bdc2d at Ra = 1e6 on 129²)",
     ),
     key(
         "numerics.multigrid_fmg",

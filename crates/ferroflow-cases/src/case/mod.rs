@@ -459,7 +459,7 @@ impl Default for NumericsSpec {
             implicit_precision: Precision::F32,
             multigrid: 1,
             multigrid_sweeps: [1, 1, 8],
-            multigrid_cycle: CycleKind::W,
+            multigrid_cycle: CycleKind::V,
             multigrid_fmg: true,
         }
     }
