@@ -31,7 +31,15 @@ struct ImplCoeffs {
     impl_t therm_diag;
     impl_t inv_cfl_imp;
     impl_t buoyancy[3];
+    impl_t split_scale;
+    impl_t split_floor;
 };
+
+// The pressure row's split radius λ_p ≤ λ (ImplicitCoefficients::pressure_radius).
+__device__ __forceinline__ impl_t pressure_radius(const ImplCoeffs& op, impl_t lam, impl_t beta2,
+                                                  impl_t inv_h) {
+    return fmax(fmin(lam, op.split_scale * beta2 * inv_h), op.split_floor * lam);
+}
 
 // Arrays in the implicit precision: per variable (right-hand side, increments), or the frozen
 // operator: λ_d and u_d per axis, then β² and the inverse diagonals of p, u and T.
@@ -62,6 +70,7 @@ struct ResidualParams {
     Frozen frozen;
     ImplVars delta;
     double* partials;
+    Vars out;
 };
 
 struct RowsParams {
@@ -158,7 +167,7 @@ __device__ __forceinline__ void residual(const Coeffs& c, const ImplCoeffs& op, 
                                          const Vars& cur, const Vars& src, int sides,
                                          real_t* resid_p, real_t* inv_dt, const ImplVars& rhs,
                                          const Frozen& frozen, const ImplVars& delta,
-                                         double* partials) {
+                                         double* partials, const Vars& out) {
     __shared__ double scratch[IMPLICIT_THREADS];
     constexpr int EQ = 1 + DIM + ENERGY;
     double sums[MAX_EQUATIONS];
@@ -176,21 +185,26 @@ __device__ __forceinline__ void residual(const Coeffs& c, const ImplCoeffs& op, 
         for (int v = 1; v < EQ; ++v) {
             sums[v] = (double)n.r[v] * (double)n.r[v];
             rhs.v[v][o] = (impl_t)(double)n.r[v];
+            // R itself, for a multigrid level's forcing (null otherwise).
+            if (out.v[v]) out.v[v][o] = n.r[v];
         }
         for (int v = 0; v < EQ; ++v) delta.v[v][o] = 0;
         const Walls walls = walls_at(g, sides, ijk);
         const impl_t pseudo = (impl_t)(double)w * op.inv_cfl_imp;
-        impl_t sum_lh = 0, wall_lh = 0, adiabatic = 0;
+        const impl_t beta2 = (impl_t)(double)n.beta2;
+        impl_t sum_lh = 0, sum_lph = 0, wall_lph = 0, adiabatic = 0;
         for (int d = 0; d < DIM; ++d) {
             const impl_t lam = (impl_t)(double)n.lam[d];
             const impl_t u = (impl_t)(double)vel[d];
             frozen.v[d][o] = lam;
             frozen.v[3 + d][o] = u;
             sum_lh = sum_lh + lam * op.inv_h[d];
+            const impl_t lp = pressure_radius(op, lam, beta2, op.inv_h[d]);
+            sum_lph = sum_lph + lp * op.inv_h[d];
             const impl_t b = u * op.inv_2h[d];
             for (int high = 0; high < 2; ++high) {
                 if (high ? walls.hi[d] : walls.lo[d]) {
-                    wall_lh = wall_lh + lam * op.inv_2h[d];
+                    wall_lph = wall_lph + lp * op.inv_2h[d];
                     if ((sides >> (6 + 2 * d + high)) & 1) {
                         const impl_t sign = high ? (impl_t)1 : (impl_t)-1;
                         adiabatic = adiabatic + sign * b - fabs(b) - op.alpha_h2[d];
@@ -198,8 +212,8 @@ __device__ __forceinline__ void residual(const Coeffs& c, const ImplCoeffs& op, 
                 }
             }
         }
-        frozen.v[BETA2][o] = (impl_t)(double)n.beta2;
-        frozen.v[INV_DIAG_P][o] = (impl_t)1 / (pseudo + sum_lh - wall_lh);
+        frozen.v[BETA2][o] = beta2;
+        frozen.v[INV_DIAG_P][o] = (impl_t)1 / (pseudo + sum_lph - wall_lph);
         frozen.v[INV_DIAG_U][o] = (impl_t)1 / (pseudo + sum_lh + op.visc_diag);
         frozen.v[INV_DIAG_T][o] = (impl_t)1 / (pseudo + sum_lh + op.therm_diag + adiabatic);
     }
@@ -312,10 +326,11 @@ __device__ __forceinline__ void relax(const ImplCoeffs& op, const NodeData& n, c
     // x last, as on the CPU (where it shortens the Gauss–Seidel chain).
     for (int d = DIM - 1; d >= 0; --d) {
         const impl_t a = n.lam[d] * op.inv_2h[d];
+        const impl_t ap = pressure_radius(op, n.lam[d], n.beta2, op.inv_h[d]) * op.inv_2h[d];
         const impl_t b = n.u[d] * op.inv_2h[d];
         const impl_t p_lo = nb.at(0, d, -1), p_hi = nb.at(0, d, 1);
         sp = sp + n.beta2 * op.inv_2h[d] * (nb.at(1 + d, d, 1) - nb.at(1 + d, d, -1)) -
-             a * (p_lo + p_hi);
+             ap * (p_lo + p_hi);
         const impl_t c_hi = b - a - op.nu_h2[d], c_lo = -b - a - op.nu_h2[d];
         for (int m = 0; m < DIM; ++m)
             su[m] = su[m] + c_hi * nb.at(1 + m, d, 1) + c_lo * nb.at(1 + m, d, -1);
@@ -463,7 +478,7 @@ extern "C" __global__ void implicit_update(const UpdateParams a) {
     extern "C" __global__ void __launch_bounds__(IMPLICIT_THREADS)                               \
         residual_name(const ResidualParams a) {                                                   \
         residual<SRC, ENERGY>(a.c, a.op, a.g, a.cur, a.src, a.sides, a.resid_p, a.inv_dt, a.rhs, \
-                              a.frozen, a.delta, a.partials);                                     \
+                              a.frozen, a.delta, a.partials, a.out);                      \
     }                                                                                             \
     extern "C" __global__ void __launch_bounds__(IMPLICIT_THREADS)                               \
         jacobi_name(const SweepParams a) {                                                        \

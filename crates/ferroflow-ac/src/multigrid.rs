@@ -1,9 +1,9 @@
-//! Multigrid over the node-centred grids: the full-approximation scheme (FAS) on the CPU, one
-//! block, each level a CPU backend iterating by its own method (the implicit relaxation is the
+//! Multigrid over the node-centred grids: the full-approximation scheme (FAS), one block, each
+//! level a backend iterating by its own method (the implicit relaxation is the
 //! smoother that works: the explicit step's smoothing is too weak below two levels). The
 //! hierarchy takes every other node of the level above; boundary nodes carry the walls' data
 //! on every level, so the transfers act on interior nodes and leave boundary nodes to
-//! injection. On the CPU and one block only, for now.
+//! injection. One block only, for now.
 //!
 //! - [`levels`]: node counts per axis of each level, finest first.
 //! - [`inject`]: a fine grid's values at the coarse grid's nodes (the FAS start of a coarse
@@ -13,10 +13,13 @@
 //!   divided by 2^dim.
 //! - [`prolong_add`]: (bi/tri)linear interpolation of a coarse correction, added to the fine
 //!   grid's interior.
-//! - [`Fas`]: the V-cycle. A coarse level's forcing is its source term: the restricted fine
-//!   residual (`CpuBackend::residual_field`, with the continuity residual projected off the
-//!   uniform pressure drift, as the iteration converges it) minus the coarse residual of the
-//!   injected state, so that a converged fine state is a fixed point of the cycle.
+//! - [`Level`]: what a level's backend does besides iterating: hand the state and residual
+//!   down, take the correction up. A coarse level's forcing is its source term: the
+//!   restricted fine residual (`CpuBackend::residual_field`, with the continuity residual
+//!   projected off the uniform pressure drift, as the iteration converges it) minus the
+//!   coarse residual of the injected state. The CPU's levels move fields on the host; the
+//!   CUDA backend's (`crate::cuda`) stay on the device.
+//! - [`Fas`]: the V- and W-cycles and the full-multigrid start over any [`Level`].
 use crate::cpu::CpuBackend;
 use crate::{Multigrid, Problem};
 use ferroflow_core::{Backend, BackendError, Fields, Layout, ProblemError, Real, Residuals};
@@ -193,49 +196,141 @@ pub fn coarse_problem<R: Real>(
 /// down to 9; the lid-driven cavities' cycles hardly change (1025², Re = 1000: 28 either way).
 pub const MIN_COARSE_NODES: usize = 9;
 
-/// A full-approximation-scheme cycle over the levels of one grid, each a CPU backend of its
-/// own: on each level `pre` iterations of the level's own method (explicit step or implicit
-/// relaxation), the full-weighted residual and the injected state handed down as the coarser
-/// level's forcing (its source term: restricted fine residual minus the coarse residual of
-/// the injected state), the coarser level cycled once (V) or twice (W), its change
-/// interpolated back, then `post` iterations; `coarsest` iterations on the coarsest level
-/// ([`crate::Multigrid`]). As a [`Backend`], one iteration is one cycle, and its residuals
-/// are those of the finest level's state at the cycle's start (of its first iteration; of
-/// its last where `pre` is 0), as one grid's iteration reports the state it starts from.
-pub struct Fas<R: Real> {
-    levels: Vec<CpuBackend<R>>,
+/// What a level of the cycle does besides iterating, on its backend's own memory (the host's,
+/// or a GPU's, where the whole hierarchy stays): the transfers between it and the next
+/// coarser level, and its forcing.
+pub trait Level: Backend + Send + Sized {
+    /// The coarser level's state at the start of its correction, kept until
+    /// [`Level::correct`] (on a GPU it stays on the device).
+    type Start;
+
+    /// Replaces the source term: `source`, or none (zero).
+    fn set_source(&mut self, source: Option<&Fields<Self::Real>>) -> Result<(), BackendError>;
+
+    /// Sets `coarse` up to correct this level's state: its state the injection of this one's
+    /// (walls filled), its source term the full-weighted residual of this level
+    /// ([`CpuBackend::residual_field`]) minus its own residual at that state, so that a
+    /// converged fine state is a fixed point of the cycle. Returns the coarse state.
+    fn hand_down(&mut self, coarse: &mut Self) -> Result<Self::Start, BackendError>;
+
+    /// Adds the (bi/tri)linear interpolation of `coarse`'s change since `start` to this
+    /// level's interior, less the change of its pressure at offset `reference` (a uniform
+    /// pressure shift is not a correction), and fills the walls.
+    fn correct(
+        &mut self,
+        coarse: &mut Self,
+        start: Self::Start,
+        reference: usize,
+    ) -> Result<(), BackendError>;
+}
+
+impl<R: Real> Level for CpuBackend<R> {
+    type Start = Fields<R>;
+
+    fn set_source(&mut self, source: Option<&Fields<R>>) -> Result<(), BackendError> {
+        CpuBackend::set_source(self, source.cloned())
+    }
+
+    fn hand_down(&mut self, coarse: &mut Self) -> Result<Fields<R>, BackendError> {
+        let residual = self.residual_field();
+        let state = self.download()?;
+        let mut start = Fields::zeros(coarse.layout(), state.vars.len());
+        inject(&state, &mut start);
+        CpuBackend::set_source(coarse, None)?;
+        coarse.upload(&start)?;
+        let start = coarse.download()?;
+        let mut forcing = Fields::zeros(start.layout, start.vars.len());
+        restrict(&residual, &mut forcing);
+        let own = coarse.residual_field();
+        for (f, r) in forcing.vars.iter_mut().zip(&own.vars) {
+            for (f, r) in f.iter_mut().zip(r) {
+                *f = *f - *r;
+            }
+        }
+        CpuBackend::set_source(coarse, Some(forcing))?;
+        Ok(start)
+    }
+
+    fn correct(
+        &mut self,
+        coarse: &mut Self,
+        start: Fields<R>,
+        reference: usize,
+    ) -> Result<(), BackendError> {
+        let mut change = coarse.download()?;
+        for (c, s) in change.vars.iter_mut().zip(&start.vars) {
+            for (c, s) in c.iter_mut().zip(s) {
+                *c = *c - *s;
+            }
+        }
+        let level = change.vars[0][reference];
+        change.vars[0].iter_mut().for_each(|p| *p = *p - level);
+        let mut state = self.download()?;
+        prolong_add(&change, &mut state);
+        self.upload(&state)
+    }
+}
+
+/// A full-approximation-scheme cycle over the levels of one grid, each a backend of its own
+/// ([`Level`]): on each level `pre` iterations of the level's own method (explicit step or
+/// implicit relaxation), the coarser level set up by [`Level::hand_down`] and cycled once (V)
+/// or twice (W), its change interpolated back ([`Level::correct`]), then `post` iterations;
+/// `coarsest` iterations on the coarsest level ([`crate::Multigrid`]). As a [`Backend`], one
+/// iteration is one cycle, and its residuals are those of the finest level's state at the
+/// cycle's start (of its first iteration; of its last where `pre` is 0), as one grid's
+/// iteration reports the state it starts from.
+pub struct Fas<L: Level> {
+    levels: Vec<L>,
     /// Each level's own source term (its problem's), which its forcing replaces in a cycle.
-    sources: Vec<Option<Fields<R>>>,
+    sources: Vec<Option<Fields<L::Real>>>,
     /// Pressure reference node's offset on each level.
     references: Vec<usize>,
     cycle: Multigrid,
     /// Whether the full-multigrid start is still to come (the first cycle of a run that did
     /// not start from a given state).
     start: bool,
-    /// The levels' threads: a cycle runs on them, so that each level's parallel passes
+    /// The CPU levels' threads: a cycle runs on them, so that each level's parallel passes
     /// start there instead of handing over from another thread (which cost a W-cycle 2.3x
     /// its arithmetic on a 257² grid).
-    pool: Arc<rayon::ThreadPool>,
+    pool: Option<Arc<rayon::ThreadPool>>,
 }
 
-impl<R: Real> Fas<R> {
+impl<R: Real> Fas<CpuBackend<R>> {
+    /// The levels of `problem`'s grid on the CPU, on `pool` ([`Fas::over`]).
+    pub fn new(
+        problem: &Problem<R>,
+        pool: Arc<rayon::ThreadPool>,
+    ) -> Result<Fas<CpuBackend<R>>, BackendError> {
+        let on = Arc::clone(&pool);
+        Fas::over(problem, Some(pool), move |p, _| {
+            CpuBackend::on(p, Arc::clone(&on))
+        })
+    }
+}
+
+impl<L: Level> Fas<L> {
     /// The levels of `problem`'s grid ([`levels`] down to [`MIN_COARSE_NODES`], at most
-    /// `problem.numerics.multigrid.levels`) on `pool`.
-    pub fn new(problem: &Problem<R>, pool: Arc<rayon::ThreadPool>) -> Result<Fas<R>, BackendError> {
-        let failed = |e: ProblemError| BackendError::NotSuitable {
-            backend: "cpu",
-            what: format!("a coarse level: {e}"),
-        };
+    /// `problem.numerics.multigrid.levels`), each made by `make` from its problem (and
+    /// whether it is a coarse level); a cycle runs on `pool`, if any.
+    pub fn over(
+        problem: &Problem<L::Real>,
+        pool: Option<Arc<rayon::ThreadPool>>,
+        mut make: impl FnMut(&Problem<L::Real>, bool) -> Result<L, BackendError>,
+    ) -> Result<Fas<L>, BackendError> {
         let cycle = problem.numerics.multigrid;
         let (dim, n) = (problem.layout.dim, problem.layout.n);
         let (mut backends, mut sources, mut references) = (Vec::new(), Vec::new(), Vec::new());
         for n in levels(dim, n, MIN_COARSE_NODES, cycle.levels) {
-            let p = match n == problem.layout.n {
-                true => problem.clone(),
-                false => coarse_problem(problem, n).map_err(failed)?,
+            let coarse = n != problem.layout.n;
+            let p = match coarse {
+                false => problem.clone(),
+                true => coarse_problem(problem, n).map_err(|e| BackendError::NotSuitable {
+                    backend: "multigrid",
+                    what: format!("a coarse level: {e}"),
+                })?,
             };
             references.push(p.pressure_ref_offset());
-            backends.push(CpuBackend::on(&p, Arc::clone(&pool))?);
+            backends.push(make(&p, coarse)?);
             sources.push(p.source);
         }
         Ok(Fas {
@@ -259,7 +354,7 @@ impl<R: Real> Fas<R> {
     }
 
     /// The finest level.
-    pub fn finest(&mut self) -> &mut CpuBackend<R> {
+    pub fn finest(&mut self) -> &mut L {
         &mut self.levels[0]
     }
 
@@ -317,10 +412,10 @@ impl<R: Real> Fas<R> {
     fn full_start(&mut self) -> Result<Residuals, BackendError> {
         let initial = self.levels[0].advance(1)?;
         let last = self.levels.len() - 1;
-        self.levels[last].set_source(self.sources[last].clone())?;
+        self.levels[last].set_source(self.sources[last].as_ref())?;
         self.levels[last].advance(self.cycle.coarsest)?;
         for l in (1..last).rev() {
-            self.levels[l].set_source(self.sources[l].clone())?;
+            self.levels[l].set_source(self.sources[l].as_ref())?;
             self.interpolate_up(l)?;
             self.cycle_from(l)?;
         }
@@ -329,7 +424,8 @@ impl<R: Real> Fas<R> {
     }
 
     /// Replaces level `l`'s interior by the interpolation of level `l + 1`'s state, its
-    /// pressure shifted so that the reference node keeps its value.
+    /// pressure shifted so that the reference node keeps its value (once per run: through
+    /// the host).
     fn interpolate_up(&mut self, l: usize) -> Result<(), BackendError> {
         let coarse = self.levels[l + 1].download()?;
         let mut state = self.levels[l].download()?;
@@ -358,71 +454,51 @@ impl<R: Real> Fas<R> {
         if pre > 1 {
             self.levels[l].advance(pre - 1)?;
         }
-        let residual = self.levels[l].residual_field();
-        let mut state = self.levels[l].download()?;
-        let coarse = &mut self.levels[l + 1];
-        let mut start = Fields::zeros(coarse.layout(), state.vars.len());
-        inject(&state, &mut start);
-        coarse.set_source(None)?;
-        coarse.upload(&start)?;
-        let start = coarse.download()?;
-        let mut forcing = Fields::zeros(start.layout, start.vars.len());
-        restrict(&residual, &mut forcing);
-        let own = coarse.residual_field();
-        for (f, r) in forcing.vars.iter_mut().zip(&own.vars) {
-            for (f, r) in f.iter_mut().zip(r) {
-                *f = *f - *r;
-            }
-        }
-        coarse.set_source(Some(forcing))?;
+        let (fine, coarse) = self.levels[l..].split_at_mut(1);
+        let start = fine[0].hand_down(&mut coarse[0])?;
         for _ in 0..shape.visits() {
             self.cycle_from(l + 1)?;
         }
-        let mut change = self.levels[l + 1].download()?;
-        for (c, s) in change.vars.iter_mut().zip(&start.vars) {
-            for (c, s) in c.iter_mut().zip(s) {
-                *c = *c - *s;
-            }
-        }
-        // The coarse level's pressure shifts add a constant: not a correction.
-        let level = change.vars[0][self.references[l + 1]];
-        change.vars[0].iter_mut().for_each(|p| *p = *p - level);
-        prolong_add(&change, &mut state);
-        self.levels[l].upload(&state)?;
+        let (fine, coarse) = self.levels[l..].split_at_mut(1);
+        fine[0].correct(&mut coarse[0], start, self.references[l + 1])?;
         let last = self.levels[l].advance(post)?;
         Ok(first.unwrap_or(last))
     }
+
+    fn cycles(&mut self, iterations: usize) -> Result<Residuals, BackendError> {
+        let mut residuals = Residuals::default();
+        for _ in 0..iterations {
+            residuals = self.cycle()?;
+        }
+        Ok(residuals)
+    }
 }
 
-impl<R: Real> Backend for Fas<R> {
-    type Real = R;
+impl<L: Level> Backend for Fas<L> {
+    type Real = L::Real;
 
     fn name(&self) -> &'static str {
-        "cpu"
+        self.levels[0].name()
     }
 
     /// `iterations` cycles.
     fn advance(&mut self, iterations: usize) -> Result<Residuals, BackendError> {
-        let pool = Arc::clone(&self.pool);
-        pool.install(|| {
-            let mut residuals = Residuals::default();
-            for _ in 0..iterations {
-                residuals = self.cycle()?;
-            }
-            Ok(residuals)
-        })
+        match self.pool.clone() {
+            Some(pool) => pool.install(|| self.cycles(iterations)),
+            None => self.cycles(iterations),
+        }
     }
 
     fn layout(&self) -> Layout {
         self.levels[0].layout()
     }
 
-    fn download(&mut self) -> Result<Fields<R>, BackendError> {
+    fn download(&mut self) -> Result<Fields<L::Real>, BackendError> {
         self.levels[0].download()
     }
 
     /// A given state (a restart's): no full-multigrid start over it.
-    fn upload(&mut self, fields: &Fields<R>) -> Result<(), BackendError> {
+    fn upload(&mut self, fields: &Fields<L::Real>) -> Result<(), BackendError> {
         self.start = false;
         self.levels[0].upload(fields)
     }

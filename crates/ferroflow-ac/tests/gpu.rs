@@ -4,9 +4,11 @@
 //! and tuning that leaves the state alone. They need a GPU, so `cargo test` ignores them; run
 //! with `--ignored` (scripts/gpu-check.sh does) they fail where no GPU is usable.
 use ferroflow_ac::cpu::CpuBackend;
-use ferroflow_ac::cuda::{candidates, CudaBackend, CudaOptions, LaunchShape, TuneMode};
+use ferroflow_ac::cuda::{candidates, multigrid, CudaBackend, CudaOptions, LaunchShape, TuneMode};
+use ferroflow_ac::multigrid::Fas;
 use ferroflow_ac::{
-    Convection, Decomposed, Implicit, Method, Numerics, Problem, Relaxation, SideBc,
+    Convection, CycleShape, Decomposed, Implicit, Method, Multigrid, Numerics, Problem, Relaxation,
+    SideBc,
 };
 use ferroflow_cases::convection::HeatedCavity;
 use ferroflow_cases::{cavity, mms::Manufactured};
@@ -14,6 +16,7 @@ use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, Fields, Real, Residuals};
 use ferroflow_cuda::{probe, TuneSource};
 use ferroflow_parallel::InProcess;
+use std::sync::Arc;
 
 /// Iterations per `advance` call, as the driver makes them: the first alone, then chunks
 /// (1000 in all).
@@ -227,6 +230,27 @@ fn skew_symmetric_convection_matches_the_cpu() {
     matches_cpu("skew mms energy 3D f64", &mms, &untuned(), 1e-10);
 }
 
+/// Runs `cpu` and `gpu` through `chunks` and asserts the same states bit for bit (the residual
+/// norms, which add in another order, to 1e-12); the GPU's state.
+fn same_bits<A: Backend<Real = f64>, B: Backend<Real = f64>>(
+    label: &str,
+    names: &[&str],
+    cpu: &mut A,
+    gpu: &mut B,
+    chunks: &[usize],
+) -> Fields<f64> {
+    let (cpu_res, cpu_state) = run(cpu, chunks);
+    let (gpu_res, gpu_state) = run(gpu, chunks);
+    assert!(
+        gpu_state.first_non_finite().is_none(),
+        "{label}: not finite"
+    );
+    let rel = field_differences(label, names, &cpu_state, &gpu_state);
+    assert!(cpu_state == gpu_state, "{label}: states differ ({rel:?})");
+    assert!(residual_difference(label, &cpu_res, &gpu_res) < 1e-12);
+    gpu_state
+}
+
 /// `problem` relaxed implicitly by Jacobi sweeps, the operator in f32 (`single`) or f64.
 fn jacobi<R: Real>(mut problem: Problem<R>, single: bool) -> Problem<R> {
     problem.numerics.method = Method::Implicit(Implicit {
@@ -264,18 +288,8 @@ fn implicit_jacobi_is_bitwise_the_cpu_in_f64() {
             let problem = jacobi(problem.clone(), single);
             let mut cpu = CpuBackend::new(&problem, 0).unwrap();
             let mut gpu = CudaBackend::new(&problem, &untuned()).unwrap();
-            let chunks = [1, 20, 29];
-            let (cpu_res, cpu_state) = run(&mut cpu, &chunks);
-            let (gpu_res, gpu_state) = run(&mut gpu, &chunks);
-            assert!(
-                gpu_state.first_non_finite().is_none(),
-                "{label}: not finite"
-            );
             let names = problem.variable_names();
-            let rel = field_differences(&label, names, &cpu_state, &gpu_state);
-            assert!(cpu_state == gpu_state, "{label}: states differ ({rel:?})");
-            // The norms add in another order.
-            assert!(residual_difference(&label, &cpu_res, &gpu_res) < 1e-12);
+            let gpu_state = same_bits(&label, names, &mut cpu, &mut gpu, &[1, 20, 29]);
             // Graphs replay the same launches.
             let direct = CudaOptions {
                 graph_iterations: 0,
@@ -284,6 +298,59 @@ fn implicit_jacobi_is_bitwise_the_cpu_in_f64() {
             let mut plain = CudaBackend::new(&problem, &direct).unwrap();
             let (_, plain_state) = run(&mut plain, &[50]);
             assert!(plain_state == gpu_state, "{label}: graphs change the state");
+        }
+    }
+}
+
+/// The multigrid cycle with every level on the GPU (transfers on the device) gives the CPU's
+/// cycle bit for bit in f64: W-cycles after a full-multigrid start, 2D and 3D, with source
+/// terms and the energy equation, the operator in f32 and f64.
+#[test]
+#[ignore = "needs a GPU: run with --ignored, see README.md or scripts/gpu-check.sh"]
+fn multigrid_cycles_are_bitwise_the_cpu_in_f64() {
+    gpu();
+    let levels = |mut p: Problem<f64>| {
+        p.numerics.multigrid = Multigrid {
+            levels: 10,
+            shape: CycleShape::W,
+            ..Multigrid::default()
+        };
+        p
+    };
+    let heated3 = HeatedCavity::nondimensional(1e5, 0.71, [0.0, -1.0, 0.0]).unwrap();
+    let problems = [
+        (
+            "cavity 2D",
+            cavity::lid_driven::<f64>(2, [65, 33, 1], 100.0, 1.0, Numerics::default()).unwrap(),
+        ),
+        ("mms 2D", manufactured::<f64>(2)),
+        ("mms energy 3D", manufactured_energy::<f64>(3)),
+        (
+            "heated 3D",
+            heated3
+                .problem::<f64>(3, [33, 33, 17], Numerics::default())
+                .unwrap(),
+        ),
+    ];
+    let pool = Arc::new(ferroflow_cpu::pool(0).unwrap());
+    for single in [false, true] {
+        for (label, problem) in &problems {
+            let label = format!(
+                "{label} multigrid, operator f{}",
+                if single { 32 } else { 64 }
+            );
+            let problem = levels(jacobi(problem.clone(), single));
+            let mut cpu = Fas::new(&problem, Arc::clone(&pool)).unwrap();
+            let mut gpu = multigrid(&problem, &untuned()).unwrap();
+            assert!(gpu.depth() >= 2, "{label}: {:?}", gpu.grids());
+            assert_eq!(cpu.grids(), gpu.grids());
+            same_bits(
+                &label,
+                problem.variable_names(),
+                &mut cpu,
+                &mut gpu,
+                &[1, 3],
+            );
         }
     }
 }

@@ -26,7 +26,7 @@ fn largest(r: &[f64]) -> f64 {
     r.iter().copied().fold(0.0, f64::max)
 }
 
-fn fas(problem: &Problem<f64>, pool: &Arc<rayon::ThreadPool>) -> Fas<f64> {
+fn fas(problem: &Problem<f64>, pool: &Arc<rayon::ThreadPool>) -> Fas<CpuBackend<f64>> {
     Fas::new(problem, Arc::clone(pool)).unwrap()
 }
 
@@ -151,7 +151,7 @@ fn multigrid_converges_with_a_fraction_of_the_single_grid_work() {
 
 /// Cycles from the start until every residual is `tolerance` of its first iteration's, or of
 /// the largest first one where that is zero (the run's own criterion).
-fn cycles_to(mg: &mut Fas<f64>, tolerance: f64) -> usize {
+fn cycles_to(mg: &mut Fas<CpuBackend<f64>>, tolerance: f64) -> usize {
     let mut first = mg.finest().advance(1).unwrap().l2();
     let most = largest(&first);
     first

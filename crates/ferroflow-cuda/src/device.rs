@@ -47,7 +47,9 @@ fn unavailable(reason: impl Into<String>) -> BackendError {
 }
 
 /// A device with its context and the single stream every kernel and copy of a backend runs
-/// on, in order.
+/// on, in order. A clone shares both: backends that hand arrays to each other (the levels of a
+/// multigrid cycle) run on one stream, in order, without waiting for each other.
+#[derive(Clone)]
 pub struct Device {
     /// The context.
     pub ctx: Arc<CudaContext>,

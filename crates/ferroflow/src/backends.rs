@@ -4,7 +4,7 @@ use crate::world::World;
 use crate::Failure;
 use ferroflow_ac::cpu::CpuBackend;
 use ferroflow_ac::cuda::{CudaBackend, CudaOptions, MultiGpu, MultiGpuOptions, TuneMode};
-use ferroflow_ac::multigrid::Fas;
+use ferroflow_ac::multigrid::{Fas, Level};
 use ferroflow_ac::Decomposed;
 use ferroflow_ac::{Method, Problem};
 use ferroflow_cases::case::{BackendKind, BackendSpec, Exchange, ParallelSpec};
@@ -90,13 +90,14 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
     transport: T,
     local_rank: usize,
 ) -> Result<Chosen<R>, BackendError> {
-    if problem.numerics.multigrid.levels > 1 {
-        return Err(BackendError::NotSuitable {
-            backend: "cuda",
-            what: "numerics.multigrid > 1 (the CPU only, for now)".into(),
-        });
-    }
     let options = cuda_options(spec, TuneMode::Cached);
+    if problem.numerics.multigrid.levels > 1 {
+        multigrid_suits(problem, &decomposition, "cuda")?;
+        let mut b = ferroflow_ac::cuda::multigrid(problem, &options)?;
+        let head = format!("cuda on {}", b.finest().device_name());
+        let line = multigrid_line(problem, &b, &head, true);
+        return Ok((Box::new(b), line));
+    }
     if decomposition.count() == 1 {
         let b = CudaBackend::new(problem, &options)?;
         let t = b.tuning();
@@ -199,16 +200,15 @@ fn cpu<R: Real, T: Transport<R> + 'static>(
     Ok((Box::new(b), line))
 }
 
-/// The multigrid cycle on the CPU, one block of the implicit method; the line names the
-/// levels.
-fn multigrid<R: Real>(
+/// Refuses what the multigrid cycle cannot run: a grid cut into blocks, the explicit method.
+fn multigrid_suits<R: Real>(
     problem: &Problem<R>,
-    decomposition: Decomposition,
-    threads: usize,
-) -> Result<Chosen<R>, BackendError> {
+    decomposition: &Decomposition,
+    backend: &'static str,
+) -> Result<(), BackendError> {
     let refuse = |what: &str| {
         Err(BackendError::NotSuitable {
-            backend: "cpu",
+            backend,
             what: format!("numerics.multigrid > 1 {what}"),
         })
     };
@@ -221,16 +221,25 @@ fn multigrid<R: Real>(
              enough: use \"implicit\")",
         );
     }
-    let b = Fas::new(problem, Arc::new(ferroflow_cpu::pool(threads)?))?;
+    Ok(())
+}
+
+/// The line of a multigrid backend: `head` (where it runs), the relaxation, the cycle and
+/// its levels.
+fn multigrid_line<R: Real, L: Level<Real = R>>(
+    problem: &Problem<R>,
+    b: &Fas<L>,
+    head: &str,
+    gpu: bool,
+) -> String {
     let mg = problem.numerics.multigrid;
     let grids: Vec<String> = (b.grids().iter())
         .map(|n| format!("{:?}", &n[..problem.layout.dim]))
         .collect();
-    let line = format!(
-        "cpu, {threads} thread{}{}; multigrid {}{:?}({}, {}), {} on the coarsest, {} levels {} \
+    format!(
+        "{head}{}; multigrid {}{:?}({}, {}), {} on the coarsest, {} levels {} \
          (work of a cycle: {:.2} iterations of the finest grid{})",
-        if threads == 1 { "" } else { "s" },
-        relaxation_note(problem, false),
+        relaxation_note(problem, gpu),
         if mg.fmg { "full-multigrid start, " } else { "" },
         mg.shape,
         mg.pre,
@@ -243,7 +252,23 @@ fn multigrid<R: Real>(
             true => format!("; of the full-multigrid start: {:.2}", b.start_work()),
             false => String::new(),
         }
+    )
+}
+
+/// The multigrid cycle on the CPU, one block of the implicit method; the line names the
+/// levels.
+fn multigrid<R: Real>(
+    problem: &Problem<R>,
+    decomposition: Decomposition,
+    threads: usize,
+) -> Result<Chosen<R>, BackendError> {
+    multigrid_suits(problem, &decomposition, "cpu")?;
+    let b = Fas::new(problem, Arc::new(ferroflow_cpu::pool(threads)?))?;
+    let head = format!(
+        "cpu, {threads} thread{}",
+        if threads == 1 { "" } else { "s" }
     );
+    let line = multigrid_line(problem, &b, &head, false);
     Ok((Box::new(b), line))
 }
 

@@ -13,14 +13,15 @@
 //! pressure increment is the node's own (folded into the node's block); so is T at an
 //! adiabatic wall.
 //!
-//! The pressure row is split by its own radius λ_p ≤ λ with symmetric Gauss–Seidel: its
+//! The pressure row is split by its own radius λ_p ≤ λ with symmetric Gauss–Seidel and Jacobi
+//! (`ImplicitCoefficients::pressure_radius`): its
 //! neighbour terms −λ_p / 2h and its own Σ λ_p / h are a pressure Laplacian of weight λ_p h / 2
 //! that R does not have. Where viscosity dominates, pressure is stiff only through the
 //! velocity (the Stokes Schur complement, about β² / ν), so with λ_p = λ each iteration
 //! corrected short pressure waves by a fraction of order β h / ν, and multigrid cycles grew
 //! 1.7x per grid doubling at Re = 100. λ_p = σ β² / (h · 2ν Σ 1/h²) matches that stiffness;
-//! λ_p ≥ θ λ keeps the sweeps stable. Jacobi, red–black and line relaxation keep λ (not
-//! measured with λ_p; Jacobi is the GPU's, bitwise the CPU's).
+//! λ_p ≥ θ λ keeps the sweeps stable. With Jacobi (the GPU's) the Re = 100 cycles fell from 95
+//! to 28 on 513²; red–black and line relaxation keep λ (not measured with λ_p).
 //!
 //! The pressure level is free (walls extrapolate it), so A is singular in a uniform pressure
 //! increment when Δτ_imp is infinite. The continuity residual is projected off that mode's
@@ -85,7 +86,6 @@ impl Sides {
 pub(crate) struct Relaxer<R, S> {
     imp: Relax,
     op: Op<S>,
-    split: PressureSplit<S>,
     sides: Sides,
     /// Continuity residual and the explicit step's rate / cfl = 1 / Δτ, in the state's
     /// precision (the projection subtracts nearly equal values).
@@ -192,49 +192,11 @@ struct Sources<S> {
 /// Everything a sweep reads besides the increments.
 struct Ctx<'a, S> {
     op: Op<S>,
-    split: PressureSplit<S>,
     sides: Sides,
     l: Layout,
     st: [usize; 3],
     rhs: [&'a [S]; V],
     frozen: [&'a [S]; FROZEN],
-}
-
-/// The pressure row's split radius λ_p ≤ λ (see the module's comment): for symmetric
-/// Gauss–Seidel `min(λ, σ β² / (h · 2ν Σ 1/h²))`, at least θ λ; λ itself for the other
-/// relaxations (`scale` infinite, `floor` 1), so that the CPU's Jacobi is still the GPU's.
-#[derive(Clone, Copy)]
-struct PressureSplit<S> {
-    /// σ / (2ν Σ 1/h²).
-    scale: S,
-    /// θ.
-    floor: S,
-}
-
-/// σ and θ of [`PressureSplit`]: cycles of the 2D cavity at Re = 100 (65² to 1025²) were
-/// fewest with σ = 6 of 4, 6, 8; λ_p / λ near 0.06 diverged (1025²), θ = 0.15 did not.
-const SPLIT_SIGMA: f64 = 6.0;
-const SPLIT_FLOOR: f64 = 0.15;
-
-impl<S: Real> PressureSplit<S> {
-    fn new(relaxation: Relaxation, visc_diag: f64) -> PressureSplit<S> {
-        match relaxation {
-            Relaxation::Sgs => PressureSplit {
-                scale: S::of(SPLIT_SIGMA / visc_diag),
-                floor: S::of(SPLIT_FLOOR),
-            },
-            _ => PressureSplit {
-                scale: S::of(f64::INFINITY),
-                floor: S::one(),
-            },
-        }
-    }
-
-    /// λ_p along an axis of spacing 1 / `inv_h`, where the radius is `lam`.
-    #[inline(always)]
-    fn radius(&self, lam: S, beta2: S, inv_h: S) -> S {
-        lam.min(self.scale * beta2 * inv_h).max(self.floor * lam)
-    }
 }
 
 /// The increment of the node at `o` from its row of A ΔQ = R, the other nodes' increments read
@@ -265,7 +227,7 @@ unsafe fn relax_node<S: Real, const D: usize, const E: bool>(
             (&nb.across, &nb.across)
         };
         let a = at(fz[d], o) * op.inv_2h[d];
-        let ap = cx.split.radius(at(fz[d], o), beta2, op.inv_h[d]) * op.inv_2h[d];
+        let ap = op.pressure_radius(at(fz[d], o), beta2, op.inv_h[d]) * op.inv_2h[d];
         let b = at(fz[3 + d], o) * op.inv_2h[d];
         let (p_lo, p_hi) = (lo.get(0, o - s), hi.get(0, o + s));
         sp = sp + beta2 * op.inv_2h[d] * (hi.get(1 + d, o + s) - lo.get(1 + d, o - s))
@@ -320,7 +282,6 @@ impl<R: Real, S: Real> Relaxer<R, S> {
         Relaxer {
             imp,
             op: Op::new(problem, &imp),
-            split: PressureSplit::new(imp.relaxation, Op::<f64>::new(problem, &imp).visc_diag),
             sides,
             resid_p: vec![R::zero(); l.len],
             inv_dt: vec![R::zero(); l.len],
@@ -431,7 +392,7 @@ impl<R: Real, S: Real> Relaxer<R, S> {
     ) -> (Residuals, GaugeSums) {
         let l = cur.layout;
         let (q, src) = (var_slices(Some(cur)), var_slices(source));
-        let (op, split, sides) = (self.op, self.split, self.sides);
+        let (op, sides) = (self.op, self.sides);
         let rhs: Ptrs<S, V> = Ptrs::of(&mut self.rhs.vars);
         let frozen: Ptrs<S, FROZEN> = Ptrs::of(&mut self.frozen.vars);
         let delta: Ptrs<S, V> = Ptrs::of(&mut self.delta.vars);
@@ -472,7 +433,7 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                         frozen.set(3 + d, o, u);
                     }
                     sum_lh = sum_lh + lam * op.inv_h[d];
-                    let lp = split.radius(lam, beta2, op.inv_h[d]);
+                    let lp = op.pressure_radius(lam, beta2, op.inv_h[d]);
                     sum_lph = sum_lph + lp * op.inv_h[d];
                     let b = u * op.inv_2h[d];
                     for (is_wall, side, sign) in [
@@ -547,7 +508,6 @@ impl<R: Real, S: Real> Relaxer<R, S> {
         let prev: Ptrs<S, V> = Ptrs::of(&mut self.previous.vars);
         let cx = Ctx {
             op: self.op,
-            split: self.split,
             sides,
             l,
             st: l.stride,

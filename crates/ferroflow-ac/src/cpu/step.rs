@@ -4,6 +4,7 @@
 //! (a const generic, so that flows without it compile to the same code as before) adds T,
 //! its transport and its buoyancy in the momentum equations to the same pass.
 use crate::cpu::formulas::*;
+use crate::implicit::LaneSum;
 use crate::Coefficients as Coeffs;
 use ferroflow_core::{Fields, Layout, Real, Residuals};
 use rayon::prelude::*;
@@ -294,24 +295,27 @@ fn residual_rows<R: Real, const D: usize, const SRC: bool, const E: bool, const 
             let rows = unsafe { row_slices(out_ptrs.ptrs(), start, count) };
             // SAFETY: as above; only its first slice is used.
             let [weights, ..] = unsafe { row_slices(weight_ptr.ptrs(), start, count) };
-            let mut sums = [0.0; 2];
+            let (mut rp, mut w) = (LaneSum::default(), LaneSum::default());
             for x in 0..count {
                 let n = node_residual::<R, D, SRC, E, K>(c, l.stride, q, src, start + x);
                 for v in 0..equations {
                     rows[v][x] = n.r[v];
                 }
-                let w = n.rate * c.inv_cfl;
-                weights[x] = w;
-                sums[0] += n.r[0].f64();
-                sums[1] += w.f64();
+                let weight = n.rate * c.inv_cfl;
+                weights[x] = weight;
+                rp.add(x, n.r[0].f64());
+                w.add(x, weight.f64());
             }
-            sums
+            [rp.total(), w.total()]
         })
         .collect();
-    let (rp, w) = sums
-        .iter()
-        .fold((0.0, 0.0), |(a, b), s| (a + s[0], b + s[1]));
-    let drift = R::of(rp / w);
+    // In lanes, as the implicit relaxation's gauge: a GPU sums the same way.
+    let (mut rp, mut w) = (LaneSum::default(), LaneSum::default());
+    for (r, s) in sums.iter().enumerate() {
+        rp.add(r, s[0]);
+        w.add(r, s[1]);
+    }
+    let drift = R::of(rp.total() / w.total());
     for (r, w) in out.vars[0].iter_mut().zip(&weights) {
         *r = *r - drift * *w;
     }

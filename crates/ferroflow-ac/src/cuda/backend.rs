@@ -5,6 +5,7 @@
 //! dominates on small grids.
 use super::implicit::{bytes_of, values_of, Relaxer};
 use super::launch::{BoundaryKernel, GridArgs, HaloKernel, NodeBox, StepArgs, StepKernel};
+use super::multigrid::Transfers;
 use super::programs::{Program, Variant};
 use super::state::{bytes, bytes_mut, Norms, State};
 use super::tune::{self, StepTuning, TuneMode, TuneReport};
@@ -57,9 +58,9 @@ unsafe impl Send for Graph {}
 pub struct CudaBackend<R: Real> {
     pub(crate) device: Device,
     pub(crate) layout: Layout,
-    equations: usize,
+    pub(crate) equations: usize,
     pub(crate) state: State,
-    norms: Norms,
+    pub(crate) norms: Norms,
     pub(crate) args: StepArgs<R>,
     pub(crate) step: StepKernel,
     pub(crate) boundary: BoundaryKernel,
@@ -76,7 +77,9 @@ pub struct CudaBackend<R: Real> {
     graph_iterations: usize,
     tuning: TuneReport,
     /// The implicit relaxation, when the problem asks for it.
-    implicit: Option<Relaxer>,
+    pub(crate) implicit: Option<Relaxer>,
+    /// The transfers to and from a coarser level, for a problem with multigrid levels.
+    pub(crate) multigrid: Option<Transfers>,
 }
 
 impl<R: Real> CudaBackend<R> {
@@ -90,6 +93,16 @@ impl<R: Real> CudaBackend<R> {
         problem: &Problem<R>,
         options: &CudaOptions,
     ) -> Result<CudaBackend<R>, BackendError> {
+        CudaBackend::on(problem, options, None)
+    }
+
+    /// [`CudaBackend::new`] on `device` (its stream shared) where one is given, else on the
+    /// device `options` names.
+    pub(crate) fn on(
+        problem: &Problem<R>,
+        options: &CudaOptions,
+        device: Option<&Device>,
+    ) -> Result<CudaBackend<R>, BackendError> {
         if let crate::Method::Implicit(imp) = &problem.numerics.method {
             super::implicit::jacobi_only(&imp.on(true))?;
         }
@@ -99,7 +112,10 @@ impl<R: Real> CudaBackend<R> {
         })?;
         let layout = problem.layout;
         let equations = problem.equations();
-        let device = Device::open(options.device)?;
+        let device = match device {
+            Some(d) => d.clone(),
+            None => Device::open(options.device)?,
+        };
         let stream = device.stream.clone();
 
         ensure_memory(&device, problem)?;
@@ -121,6 +137,10 @@ impl<R: Real> CudaBackend<R> {
                 options.fmad,
             )?),
             crate::Method::Explicit => None,
+        };
+        let multigrid = match (&implicit, problem.numerics.multigrid.levels) {
+            (Some(_), 2..) => Some(Transfers::new(&device, precision, options.fmad)?),
+            _ => None,
         };
         let mut state = State::new(&stream, problem)?;
         let mut args = StepArgs {
@@ -174,6 +194,7 @@ impl<R: Real> CudaBackend<R> {
             graph_iterations: options.graph_iterations / 2 * 2,
             tuning,
             implicit,
+            multigrid,
         })
     }
 
@@ -514,7 +535,16 @@ impl<R: Real> ImplicitBlock<R> for CudaBackend<R> {
         let (a, cur) = (&self.args, self.state.cur());
         let r = relaxer(&mut self.implicit)?;
         r.zero_increments(&stream)?;
-        r.queue_residual(&stream, &a.coeffs, &a.grid, &cur, &a.src, &self.norms)?;
+        let none = super::launch::Vars::default();
+        r.queue_residual(
+            &stream,
+            &a.coeffs,
+            &a.grid,
+            &cur,
+            &a.src,
+            &self.norms,
+            &none,
+        )?;
         let [resid, weight] = r.read_sums(&stream)?;
         Ok(GaugeSums { resid, weight })
     }

@@ -69,6 +69,7 @@ struct ResidualParams<R, S> {
     frozen: FrozenArgs,
     delta: Vars,
     partials: CUdeviceptr,
+    out: Vars,
 }
 
 #[repr(C)]
@@ -369,6 +370,12 @@ impl Relaxer {
         Ok(values_of(&b, self.scalar())[0])
     }
 
+    /// Device addresses of the continuity residual, the weights 1 / Δτ and the gauge of the
+    /// last residual queued.
+    pub fn residual_addresses(&self, stream: &Arc<CudaStream>) -> [CUdeviceptr; 3] {
+        [&self.resid_p, &self.inv_dt, &self.gauge].map(|s| address(s, stream))
+    }
+
     /// Residual partial sums per equation: one per block of the per-node kernels.
     pub fn blocks(&self) -> usize {
         let (x, y, z) = self.grid;
@@ -388,7 +395,7 @@ impl Relaxer {
         src: &Vars,
         norms: &Norms,
     ) -> Result<(), BackendError> {
-        self.queue_residual(stream, coeffs, grid, cur, src, norms)?;
+        self.queue_residual(stream, coeffs, grid, cur, src, norms, &Vars::default())?;
         self.queue_project(stream, grid, norms)?;
         // Two sweeps per launch while two are left, from one buffer into the other.
         let (mut from, mut left) = (0, self.sweeps);
@@ -402,7 +409,9 @@ impl Relaxer {
     }
 
     /// Queues R(Q) and the frozen operator (increments zeroed in the interior), the rows'
-    /// sums for the gauge, and the gauge with its two sums.
+    /// sums for the gauge, and the gauge with its two sums; R of every equation but
+    /// continuity also into `out` where its pointers are not null.
+    #[allow(clippy::too_many_arguments)]
     pub fn queue_residual<R: Real>(
         &self,
         stream: &Arc<CudaStream>,
@@ -411,6 +420,7 @@ impl Relaxer {
         cur: &Vars,
         src: &Vars,
         norms: &Norms,
+        out: &Vars,
     ) -> Result<(), BackendError> {
         let ptr = |s: &CudaSlice<u8>| address(s, stream);
         let (resid_p, inv_dt, gauge) = (ptr(&self.resid_p), ptr(&self.inv_dt), ptr(&self.gauge));
@@ -435,6 +445,7 @@ impl Relaxer {
                     frozen: self.frozen_args(),
                     delta: self.delta[0].vars,
                     partials,
+                    out: *out,
                 },
                 self.per_node(),
                 "implicit_residual",
@@ -592,7 +603,7 @@ pub(crate) fn bytes_of(values: impl Iterator<Item = f64>, scalar: Scalar) -> Vec
 }
 
 /// Launches `function` with its parameter struct.
-fn launch<P: DeviceRepr>(
+pub(crate) fn launch<P: DeviceRepr>(
     stream: &CudaStream,
     function: &CudaFunction,
     params: P,
@@ -609,7 +620,7 @@ fn launch<P: DeviceRepr>(
 }
 
 /// A flat launch over `n` elements.
-fn flat(n: usize) -> LaunchConfig {
+pub(crate) fn flat(n: usize) -> LaunchConfig {
     LaunchConfig {
         grid_dim: ((n as u32).div_ceil(FLAT), 1, 1),
         block_dim: (FLAT, 1, 1),

@@ -21,7 +21,7 @@ const HEADERS: &[Header] = &[
 ];
 
 /// The scheme's `.cu` files.
-pub const SOURCES: [KernelSource; 3] = [
+pub const SOURCES: [KernelSource; 4] = [
     KernelSource {
         name: "ac_step.cu",
         text: include_str!("../../kernels/ac_step.cu"),
@@ -35,6 +35,11 @@ pub const SOURCES: [KernelSource; 3] = [
     KernelSource {
         name: "boundary.cu",
         text: include_str!("../../kernels/boundary.cu"),
+        headers: HEADERS,
+    },
+    KernelSource {
+        name: "multigrid.cu",
+        text: include_str!("../../kernels/multigrid.cu"),
         headers: HEADERS,
     },
 ];
@@ -100,16 +105,19 @@ pub enum Program {
     /// `boundary.cu`: wall pressure extrapolation (`fill_walls`) and the packing of block
     /// interfaces (`halo_box`).
     Boundary,
+    /// `multigrid.cu`: the transfers between multigrid levels.
+    Multigrid,
 }
 
 impl Program {
     /// The build of this program in `precision`, with or without fused multiply-adds.
     pub fn build(self, precision: Scalar, fmad: bool) -> Build {
-        let [ac_step, ac_implicit, boundary] = SOURCES;
+        let [ac_step, ac_implicit, boundary, multigrid] = SOURCES;
         let source = match self {
             Program::AcStep { .. } => ac_step,
             Program::AcImplicit { .. } => ac_implicit,
             Program::Boundary => boundary,
+            Program::Multigrid => multigrid,
         };
         let build = Build {
             fmad,
@@ -154,7 +162,7 @@ impl Program {
             .define("WITH_ENERGY", variant.energy as u8)
             .define("DIM", dim)
             .define("IMPL", implicit.c_type()),
-            Program::Boundary => build,
+            Program::Boundary | Program::Multigrid => build,
         }
     }
 }
@@ -185,6 +193,7 @@ pub fn every_build(fmad: bool) -> Vec<Build> {
         }
     }
     programs.push(Program::Boundary);
+    programs.push(Program::Multigrid);
     let mut builds: Vec<Build> = Scalar::ALL
         .iter()
         .flat_map(|&p| programs.iter().map(move |program| program.build(p, fmad)))

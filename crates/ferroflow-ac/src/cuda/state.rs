@@ -148,6 +148,43 @@ impl State {
         self.source.as_ref().map(|s| s.vars).unwrap_or_default()
     }
 
+    /// Replaces the source term by `source`, or zero; errors for a state without one.
+    pub fn set_source<R: Real>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        source: Option<&Fields<R>>,
+    ) -> Result<(), BackendError> {
+        let arrays = self.source.as_mut().ok_or_else(|| BackendError::Failed {
+            backend: "cuda",
+            message: "a source term given to a state set up without one".into(),
+        })?;
+        match source {
+            Some(fields) => {
+                fields.check_state(&self.layout, arrays.slices.len(), "cuda")?;
+                arrays.upload(stream, fields)
+            }
+            None => arrays.zero(stream),
+        }
+    }
+
+    /// Copies the current state into `to` (arrays of the same size).
+    pub fn copy_current(
+        &self,
+        stream: &Arc<CudaStream>,
+        to: &mut Arrays,
+    ) -> Result<(), BackendError> {
+        for (src, dst) in self.buffers[self.cur]
+            .slices
+            .iter()
+            .zip(to.slices.iter_mut())
+        {
+            stream
+                .memcpy_dtod(src, dst)
+                .check("copying the state between buffers")?;
+        }
+        Ok(())
+    }
+
     /// Makes the next state current.
     pub fn swap(&mut self) {
         self.cur = 1 - self.cur;

@@ -339,8 +339,9 @@ pub const KEYS: [KeyDoc; 49] = [
         "Most grid levels of the multigrid cycle (full-approximation scheme), the \
          finest included: each coarser level takes every other node while every axis has an \
          even number of intervals and keeps at least 9 nodes, and run.log says which levels \
-         are used. An iteration is then one cycle. 1: one grid. For now: the CPU, one block, \
-         method `implicit` (the explicit step does not smooth enough)",
+         are used. An iteration is then one cycle. 1: one grid. One block (no \
+         `[parallel]` cut), method `implicit` (the explicit step does not smooth enough), on \
+         the CPU or one GPU (every level and transfer on the device)",
     ),
     key(
         "numerics.multigrid_sweeps",
@@ -358,7 +359,9 @@ pub const KEYS: [KeyDoc; 49] = [
         "Multigrid cycle shape: each coarser level corrected once (V) or twice (W) per visit \
          of the level above. At Re = 1000 V needed 1.7–2.2 times as many cycles as W from \
          257² up (1.2–1.3 times the time), at Re = 100 as many (a W-cycle costs about 1.5 \
-         V-cycles); W diverged where V converged (bdc2d at Ra = 1e6 on 129²)",
+         V-cycles on the CPU); W diverged where V converged (bdc2d at Ra = 1e6 on 129²). On \
+         a GPU a W-cycle's many visits of the small coarse levels cost launches, not \
+         arithmetic: 13 times V's time on the 2049² cavity at Re = 1000",
     ),
     key(
         "numerics.multigrid_fmg",
