@@ -1,0 +1,1 @@
+//! Checks a mesh must pass before a solver uses it.

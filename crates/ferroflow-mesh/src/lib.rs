@@ -1,0 +1,21 @@
+//! Unstructured meshes for the finite-element and finite-volume solvers, independent of the
+//! structured grid crates.
+//!
+//! - [`element`]: the element kinds (tetrahedra, pyramids, prisms, hexahedra, and the
+//!   triangles, quadrilaterals and lines that bound them or make 2D meshes), their node
+//!   orders (VTK's, which every reader converts to) and local faces.
+//! - [`mesh`]: [`Mesh`], node coordinates and elements in compact (CSR) storage, boundary
+//!   faces grouped in named patches.
+//! - [`topology`]: what is derived on demand: faces with their cells, area vectors, volumes,
+//!   centroids, the node graph, median-dual volumes.
+//! - [`check`]: the checks a mesh must pass before a solver uses it, with errors that name the
+//!   cell or face.
+//! - [`generate`]: box meshes of hexahedra, prisms and tetrahedra, the unit-cube family, slabs.
+pub mod check;
+pub mod element;
+pub mod generate;
+pub mod mesh;
+pub mod topology;
+
+pub use element::Kind;
+pub use mesh::{Elements, Mesh, MeshError};
