@@ -11,10 +11,16 @@
 //! - [`check`]: the checks a mesh must pass before a solver uses it, with errors that name the
 //!   cell or face.
 //! - [`generate`]: box meshes of hexahedra, prisms and tetrahedra, the unit-cube family, slabs.
+//! - [`renumber`]: reverse Cuthill–McKee for nodes or cells.
+//! - [`colour`]: greedy colourings of faces (by cell) and edges (by node).
+//! - [`partition`]: recursive coordinate bisection and the ghost cells of each part.
 pub mod check;
+pub mod colour;
 pub mod element;
 pub mod generate;
 pub mod mesh;
+pub mod partition;
+pub mod renumber;
 pub mod topology;
 
 pub use element::Kind;
