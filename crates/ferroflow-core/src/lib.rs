@@ -10,6 +10,7 @@
 //! - [`Solver`], [`Snapshot`] and [`Residuals`]: what a solver offers to the driver, the
 //!   checkpoints and the writers (values at points, no storage details); a structured-block
 //!   [`Backend`] (host copies as [`Fields`]) is a [`Solver`].
+//! - [`random`]: seeded random numbers for generated meshes and fuzzing.
 //!
 //! No scheme lives here: the artificial-compressibility problem is `ferroflow-ac`'s.
 #![deny(missing_docs)]
@@ -20,6 +21,7 @@ mod error;
 mod fields;
 mod layout;
 pub mod nodes;
+pub mod random;
 mod real;
 mod side;
 mod snapshot;

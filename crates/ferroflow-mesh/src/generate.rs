@@ -5,6 +5,7 @@
 use crate::element::Kind;
 use crate::mesh::{Elements, Mesh, MeshError, NodeId};
 use crate::topology::{self, face_geometry, points};
+use ferroflow_core::random::SplitMix64;
 
 /// How a box's hexahedral cells are filled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,29 +198,6 @@ pub fn slab(n: usize) -> Result<Mesh, MeshError> {
     box_mesh(BoxCells::Hex, [n, 2, 2], [1.0, 2.0 * h, 2.0 * h])
 }
 
-/// Numbers from a seed (SplitMix64): reproducible meshes without a dependency.
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [−1, 1).
-    fn signed(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-    }
-
-    /// Uniform in 0..n.
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// Moves every node not on the boundary by up to `fraction` of the shortest edge at it, in
 /// each direction, from `seed` (boundary nodes stay: the domain keeps its shape).
 pub fn jitter(mesh: &mut Mesh, fraction: f64, seed: u64) -> Result<(), MeshError> {
@@ -231,7 +209,7 @@ pub fn jitter(mesh: &mut Mesh, fraction: f64, seed: u64) -> Result<(), MeshError
         }
     }
     let graph = topology::node_graph(mesh);
-    let mut random = Random(seed);
+    let mut random = SplitMix64(seed);
     let before = mesh.nodes.clone();
     for (v, x) in mesh.nodes.iter_mut().enumerate() {
         let shortest = (graph.neighbours(v).iter())
@@ -251,7 +229,7 @@ pub fn jitter(mesh: &mut Mesh, fraction: f64, seed: u64) -> Result<(), MeshError
 /// Numbers the nodes and orders the cells at random, from `seed` (what a mesh generator's
 /// numbering looks like to a solver before renumbering).
 pub fn shuffle(mesh: &mut Mesh, seed: u64) {
-    let mut random = Random(seed);
+    let mut random = SplitMix64(seed);
     let mut permutation = |n: usize| {
         let mut p: Vec<usize> = (0..n).collect();
         for i in (1..n).rev() {

@@ -8,6 +8,7 @@
 //! same case. The generator is seeded, so a failure repeats.
 use ferroflow_cases::case::{CaseError, BUILTIN, KEYS};
 use ferroflow_cases::Case;
+use ferroflow_core::random::SplitMix64 as Rng;
 use ferroflow_core::MIN_NODES;
 use std::ffi::OsString;
 use std::fs;
@@ -36,23 +37,12 @@ const FOUND: [&str; 2] = [
     "[parallel]\ncount = 9223372036854775807\n",
 ];
 
-/// SplitMix64: small, seeded, and the same on every platform.
-struct Rng(u64);
+/// Picks from slices.
+trait Pick {
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T;
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n` > 0).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
+impl Pick for Rng {
     fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
@@ -367,7 +357,9 @@ fn mutate(rng: &mut Rng, text: &[u8], seeds: &[Vec<u8>]) -> Vec<u8> {
         _ => {
             // Random bytes: not even text.
             let to = at(rng, &t);
-            let noise: Vec<u8> = (0..1 + rng.below(8)).map(|_| rng.next() as u8).collect();
+            let noise: Vec<u8> = (0..1 + rng.below(8))
+                .map(|_| rng.next_u64() as u8)
+                .collect();
             t.splice(to..to, noise);
         }
     }
