@@ -14,13 +14,17 @@
 //! - [`renumber`]: reverse Cuthill–McKee for nodes or cells.
 //! - [`colour`]: greedy colourings of faces (by cell) and edges (by node).
 //! - [`partition`]: recursive coordinate bisection and the ghost cells of each part.
+//! - [`su2`]: SU2's native mesh format, read and written.
+//! - [`extrude`]: a 2D mesh extruded one cell thick into a 3D mesh of prisms and hexahedra.
 pub mod check;
 pub mod colour;
 pub mod element;
+pub mod extrude;
 pub mod generate;
 pub mod mesh;
 pub mod partition;
 pub mod renumber;
+pub mod su2;
 pub mod topology;
 
 pub use element::Kind;
