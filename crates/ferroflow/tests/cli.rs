@@ -1673,7 +1673,7 @@ fn multigrid_runs_cycles_and_says_where_it_cannot() {
     for (a, b) in centreline_u(&one).iter().zip(centreline_u(&mg)) {
         assert!((a - b).abs() < 1e-5, "{a} vs {b}");
     }
-    // Where it does not run yet: bad input, named, nothing written.
+    // Where it does not run: bad input, named, nothing written.
     for (out, args, why) in [
         ("blocks", &["--blocks", "2,1"][..], "cut into blocks"),
         (
@@ -1681,7 +1681,6 @@ fn multigrid_runs_cycles_and_says_where_it_cannot() {
             &["--set", "numerics.method=\"explicit\""][..],
             "numerics.method = \"explicit\"",
         ),
-        ("gpu", &["--backend", "cuda"][..], "numerics.multigrid"),
     ] {
         let args = [&["--set", "numerics.multigrid=3"][..], args].concat();
         let (code, err) = run(out, &args);
