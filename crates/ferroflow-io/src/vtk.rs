@@ -2,6 +2,8 @@
 //! zlib-compressed, a grid written as pieces (one `.vti` each, by whichever process holds it)
 //! with the parallel index (`.pvti`) that makes them one dataset, and `.pvd` collections
 //! indexing several of them by iteration; each file written atomically ([`crate::file`]).
+//! [`AppendedData`] and [`data_array`] are the encoding itself, for writers of other dataset
+//! types (`ferroflow-mesh` writes `.vtu` with them).
 use crate::file;
 use ferroflow_core::{Points, Real, Snapshot};
 use flate2::write::ZlibEncoder;
@@ -27,41 +29,10 @@ pub fn write_image_data<R: Real>(
 ) -> io::Result<()> {
     let Points::Grid { dim, .. } = snapshot.points;
     let nodes = snapshot.points.len();
-    let arrays = arrays(names, dim);
-
-    // Each array's appended bytes as (header, body parts); one array at a time is held
-    // uncompressed when compressing.
-    let mut encoded = Vec::with_capacity(arrays.len());
-    for (_, comps) in &arrays {
-        let mut raw = Vec::with_capacity(comps.len() * nodes * R::BYTES);
-        for o in 0..nodes {
-            for c in comps {
-                let x = c.map_or(0.0, |v| snapshot.vars[v][o].f64());
-                if R::BYTES == 4 {
-                    raw.extend_from_slice(&(x as f32).to_le_bytes());
-                } else {
-                    raw.extend_from_slice(&x.to_le_bytes());
-                }
-            }
-        }
-        encoded.push(if compress {
-            zlib_blocks(&raw)?
-        } else {
-            (u64_bytes(&[raw.len()]), vec![raw])
-        });
-    }
-
     let ty = value_type::<R>();
     let extent = extent(&snapshot.points);
     let h = spacing;
     let mut xml = String::new();
-    xml += "<?xml version=\"1.0\"?>\n";
-    xml += "<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"LittleEndian\" \
-            header_type=\"UInt64\"";
-    if compress {
-        xml += " compressor=\"vtkZLibDataCompressor\"";
-    }
-    xml += ">\n";
     let _ = writeln!(
         xml,
         "  <ImageData WholeExtent=\"{extent}\" Origin=\"0 0 0\" Spacing=\"{} {} {}\">",
@@ -73,28 +44,110 @@ pub fn write_image_data<R: Real>(
         "      <PointData Scalars=\"{}\" Vectors=\"velocity\">",
         names[0]
     );
-    let mut offset = 0;
-    for ((name, comps), (header, body)) in arrays.iter().zip(&encoded) {
-        let _ = writeln!(
-            xml,
-            "        <DataArray type=\"{ty}\" Name=\"{name}\" NumberOfComponents=\"{}\" \
-             format=\"appended\" offset=\"{offset}\"/>",
-            comps.len()
-        );
-        offset += header.len() + body.iter().map(Vec::len).sum::<usize>();
-    }
-    xml += "      </PointData>\n    </Piece>\n  </ImageData>\n  <AppendedData encoding=\"raw\">\n_";
-
-    file::write_with(path, |f| {
-        f.write_all(xml.as_bytes())?;
-        for (header, body) in &encoded {
-            f.write_all(header)?;
-            for part in body {
-                f.write_all(part)?;
+    // One array at a time is held uncompressed when compressing.
+    let mut data = AppendedData::new(compress);
+    for (name, comps) in arrays(names, dim) {
+        let mut raw = Vec::with_capacity(comps.len() * nodes * R::BYTES);
+        for o in 0..nodes {
+            for c in &comps {
+                let x = c.map_or(0.0, |v| snapshot.vars[v][o].f64());
+                if R::BYTES == 4 {
+                    raw.extend_from_slice(&(x as f32).to_le_bytes());
+                } else {
+                    raw.extend_from_slice(&x.to_le_bytes());
+                }
             }
         }
-        f.write_all(b"\n  </AppendedData>\n</VTKFile>\n")
-    })
+        let offset = data.push(raw)?;
+        let _ = writeln!(xml, "        {}", data_array(ty, name, comps.len(), offset));
+    }
+    xml += "      </PointData>\n    </Piece>\n  </ImageData>\n";
+    data.write(path, "ImageData", &xml)
+}
+
+/// The arrays of a VTK XML file in its appended-data section (`format="appended"`), encoded
+/// as they are added: raw, each a UInt64 byte count and the bytes, or zlib-compressed in
+/// blocks (`vtkZLibDataCompressor`). Writers of every dataset type share it.
+pub struct AppendedData {
+    compress: bool,
+    /// Each array as (header, body parts).
+    arrays: Vec<(Vec<u8>, Vec<Vec<u8>>)>,
+    /// Bytes so far: the offset of the next array.
+    len: usize,
+}
+
+impl AppendedData {
+    /// No arrays yet; `compress` chooses zlib blocks over raw bytes for all of them.
+    pub fn new(compress: bool) -> AppendedData {
+        AppendedData {
+            compress,
+            arrays: Vec::new(),
+            len: 0,
+        }
+    }
+
+    /// Adds an array, `raw` its values as little-endian bytes, and returns its offset (the
+    /// `offset` of its `DataArray`, see [`data_array`]).
+    pub fn push(&mut self, raw: Vec<u8>) -> io::Result<usize> {
+        let (header, body) = if self.compress {
+            zlib_blocks(&raw)?
+        } else {
+            (u64_bytes(&[raw.len()]), vec![raw])
+        };
+        let offset = self.len;
+        self.len += header.len() + body.iter().map(Vec::len).sum::<usize>();
+        self.arrays.push((header, body));
+        Ok(offset)
+    }
+
+    /// Writes the file at `path`, atomically: a `VTKFile` of type `kind` (`"ImageData"`,
+    /// `"UnstructuredGrid"`, ...) holding `xml` (its dataset element, whose `DataArray`s
+    /// refer to the arrays pushed) and then the appended data.
+    pub fn write(&self, path: &Path, kind: &str, xml: &str) -> io::Result<()> {
+        let mut head = String::new();
+        head += "<?xml version=\"1.0\"?>\n";
+        let _ = write!(
+            head,
+            "<VTKFile type=\"{kind}\" version=\"1.0\" byte_order=\"LittleEndian\" \
+             header_type=\"UInt64\""
+        );
+        if self.compress {
+            head += " compressor=\"vtkZLibDataCompressor\"";
+        }
+        head += ">\n";
+        file::write_with(path, |f| {
+            f.write_all(head.as_bytes())?;
+            f.write_all(xml.as_bytes())?;
+            f.write_all(b"  <AppendedData encoding=\"raw\">\n_")?;
+            for (header, body) in &self.arrays {
+                f.write_all(header)?;
+                for part in body {
+                    f.write_all(part)?;
+                }
+            }
+            f.write_all(b"\n  </AppendedData>\n</VTKFile>\n")
+        })
+    }
+}
+
+/// The `DataArray` element of an array of [`AppendedData`] at `offset`: VTK type `ty`
+/// (`"Float64"`, `"Int64"`, `"UInt8"`, ...), `components` values per tuple; the name is
+/// escaped for XML.
+pub fn data_array(ty: &str, name: &str, components: usize, offset: usize) -> String {
+    let mut escaped = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '&' => escaped += "&amp;",
+            '<' => escaped += "&lt;",
+            '>' => escaped += "&gt;",
+            '"' => escaped += "&quot;",
+            c => escaped.push(c),
+        }
+    }
+    format!(
+        "<DataArray type=\"{ty}\" Name=\"{escaped}\" NumberOfComponents=\"{components}\" \
+         format=\"appended\" offset=\"{offset}\"/>"
+    )
 }
 
 /// The arrays written for variables `names` (velocity components after the first) on a

@@ -16,6 +16,7 @@
 //! - [`partition`]: recursive coordinate bisection and the ghost cells of each part.
 //! - [`su2`]: SU2's native mesh format, read and written.
 //! - [`extrude`]: a 2D mesh extruded one cell thick into a 3D mesh of prisms and hexahedra.
+//! - [`vtu`]: `.vtu` files (VTK XML unstructured grids) of the cells or the boundary.
 pub mod check;
 pub mod colour;
 pub mod element;
@@ -26,6 +27,7 @@ pub mod partition;
 pub mod renumber;
 pub mod su2;
 pub mod topology;
+pub mod vtu;
 
 pub use element::Kind;
 pub use mesh::{Elements, Mesh, MeshError};
