@@ -14,6 +14,7 @@
 //! - [`renumber`]: reverse Cuthill–McKee for nodes or cells.
 //! - [`colour`]: greedy colourings of faces (by cell) and edges (by node).
 //! - [`partition`]: recursive coordinate bisection and the ghost cells of each part.
+//! - [`gmsh`]: the Gmsh reader, MSH 2.2 and 4.1, ASCII and binary.
 //! - [`su2`]: SU2's native mesh format, read and written.
 //! - [`extrude`]: a 2D mesh extruded one cell thick into a 3D mesh of prisms and hexahedra.
 //! - [`vtu`]: `.vtu` files (VTK XML unstructured grids) of the cells or the boundary.
@@ -22,6 +23,7 @@ pub mod colour;
 pub mod element;
 pub mod extrude;
 pub mod generate;
+pub mod gmsh;
 pub mod mesh;
 pub mod partition;
 pub mod renumber;

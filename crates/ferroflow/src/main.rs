@@ -6,6 +6,7 @@ mod check;
 mod info;
 mod input;
 mod memory;
+mod mesh;
 mod plot;
 mod progress;
 mod results;
@@ -69,6 +70,8 @@ Exit codes: 0 valid, 2 bad input (named with file, key and value).")]
     Bench(bench::BenchArgs),
     /// Time every CUDA launch shape for a case, print the table, cache the fastest.
     Tune(tune::TuneArgs),
+    /// Unstructured meshes: read (Gmsh, SU2), generate, check, measure, convert (.vtu).
+    Mesh(mesh::MeshArgs),
     /// Version, CPU threads and the GPU backends usable on this machine.
     #[command(after_help = "Example:\n  ferroflow info")]
     Info,
@@ -141,6 +144,7 @@ fn main() -> ExitCode {
         Command::Verify(cmd) => verify::verify(cmd),
         Command::Bench(args) => bench::bench(args),
         Command::Tune(args) => tune::tune(args),
+        Command::Mesh(args) => mesh::mesh(args),
         Command::Info => info::info(),
     };
     match result {

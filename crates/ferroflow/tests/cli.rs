@@ -1693,3 +1693,67 @@ fn multigrid_runs_cycles_and_says_where_it_cannot() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("numerics.multigrid"), "{err}");
 }
+
+#[test]
+fn meshes_are_generated_checked_measured_and_converted() {
+    let tmp = TempDir::new().unwrap();
+    let ok = |args: &[&str]| {
+        let out = ferroflow(tmp.path()).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    ok(&[
+        "mesh",
+        "generate",
+        "box",
+        "--cells",
+        "prism",
+        "--n",
+        "4,3,2",
+        "--jitter",
+        "0.1",
+        "--shuffle",
+        "5",
+        "--out",
+        "box.su2",
+    ]);
+    let info = ok(&["mesh", "info", "box.su2"]);
+    for line in [
+        "box.su2: 3D, 60 nodes, 48 cells",
+        "48 prism",
+        "checks: passed",
+        "patch zmin: 24 faces",
+        "volume 1.000000000000e0",
+    ] {
+        assert!(info.contains(line), "{line} not in\n{info}");
+    }
+    ok(&["mesh", "convert", "box.su2", "box.vtu", "--renumber"]);
+    let vtu = fs::read(tmp.path().join("box.vtu")).unwrap();
+    assert!(vtu.starts_with(b"<?xml") || vtu.starts_with(b"<VTKFile"));
+    // Bad input: exit code 2, the file and what is wrong named, nothing written.
+    fs::write(tmp.path().join("bad.su2"), "NDIME= 3\nNELEM= 1\n10 0 1 2\n").unwrap();
+    for (args, why) in [
+        (&["mesh", "info", "missing.msh"][..], "missing.msh"),
+        (&["mesh", "info", "bad.su2"][..], "bad.su2, line 3"),
+        (
+            &["mesh", "convert", "box.su2", "box.obj"][..],
+            "cannot write meshes of type \"obj\"",
+        ),
+        (
+            &[
+                "mesh", "generate", "box", "--n", "2,2,2", "--jitter", "0.4", "--out", "j.vtu",
+            ][..],
+            "--jitter",
+        ),
+    ] {
+        let (code, err) = stderr_of(ferroflow(tmp.path()).args(args));
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+    }
+    assert!(!tmp.path().join("box.obj").exists() && !tmp.path().join("j.vtu").exists());
+}

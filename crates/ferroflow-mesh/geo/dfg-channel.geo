@@ -1,0 +1,20 @@
+// DFG 3D benchmark (Schaefer & Turek 1996, flow around a cylinder): a channel
+// [0, 2.5] x [0, 0.41] x [0, 0.41] m, a cylinder of diameter 0.1 m through its full height,
+// axis at (x, y) = (0.5, 0.2). Coarse tetrahedra.
+SetFactory("OpenCASCADE");
+Box(1) = {0, 0, 0, 2.5, 0.41, 0.41};
+Cylinder(2) = {0.5, 0.2, 0, 0, 0, 0.41, 0.05};
+BooleanDifference(3) = {Volume{1}; Delete;}{Volume{2}; Delete;};
+e = 1e-6;
+inlet() = Surface In BoundingBox{-e, -e, -e, e, 0.41 + e, 0.41 + e};
+outlet() = Surface In BoundingBox{2.5 - e, -e, -e, 2.5 + e, 0.41 + e, 0.41 + e};
+cylinder() = Surface In BoundingBox{0.45 - e, 0.15 - e, -e, 0.55 + e, 0.25 + e, 0.41 + e};
+MeshSize{PointsOf{Volume{3};}} = 0.06;
+MeshSize{PointsOf{Surface{cylinder()};}} = 0.015;
+walls() = Surface{:};
+walls() -= {inlet(), outlet(), cylinder()};
+Physical Surface("inlet") = {inlet()};
+Physical Surface("outlet") = {outlet()};
+Physical Surface("walls") = {walls()};
+Physical Surface("cylinder") = {cylinder()};
+Physical Volume("fluid") = {3};
