@@ -34,7 +34,9 @@ const CLOSED: f64 = 1e-12;
 pub fn check(mesh: &Mesh) -> Result<Report, MeshError> {
     let invalid = |what: String| Err(MeshError::Invalid(what));
     let mut used = vec![false; mesh.nodes.len()];
-    let (mut volume, mut min_volume, mut max_aspect) = (0.0, f64::INFINITY, 0.0f64);
+    let (mut min_volume, mut max_aspect) = (f64::INFINITY, 0.0f64);
+    // Compensated (Neumaier) sum: a million cells' volumes add to the domain's to round-off.
+    let (mut volume, mut lost) = (0.0f64, 0.0f64);
     for (c, (kind, nodes)) in mesh.cells.iter().enumerate() {
         nodes.iter().for_each(|&n| used[n as usize] = true);
         let x = points(mesh, nodes);
@@ -61,7 +63,13 @@ pub fn check(mesh: &Mesh) -> Result<Report, MeshError> {
                 kind.name()
             ));
         }
-        volume += v;
+        let sum = volume + v;
+        lost += if volume.abs() >= v.abs() {
+            (volume - sum) + v
+        } else {
+            (v - sum) + volume
+        };
+        volume = sum;
         min_volume = f64::min(min_volume, v);
         max_aspect = max_aspect.max(longest / shortest);
     }
@@ -72,7 +80,7 @@ pub fn check(mesh: &Mesh) -> Result<Report, MeshError> {
     watertight(mesh, &faces)?;
     let patch_faces = patches(mesh, &faces)?;
     Ok(Report {
-        volume,
+        volume: volume + lost,
         min_volume,
         max_aspect,
         faces: [faces.internal, faces.cells.len() - faces.internal],

@@ -291,8 +291,25 @@ mod tests {
             let r = check(m).unwrap();
             assert!((r.volume - 1.0).abs() < 1e-12);
         }
-        let seed = [14, 28, 56].map(|n: usize| (n + 1).pow(3));
-        assert_eq!(seed, [3375, 24389, 185193]);
+    }
+
+    /// Seed 001's three levels: 1:8, every check, the unit volume within 1e-12.
+    #[test]
+    #[ignore = "a million tetrahedra, seconds of work: run with --ignored (CI does)"]
+    fn the_cube_family_to_a_million_tetrahedra() {
+        let mut cells = 0;
+        for level in 0..3 {
+            let mesh = cube_family(14, level).unwrap();
+            let r = check(&mesh).unwrap();
+            assert!(
+                (r.volume - 1.0).abs() < 1e-12,
+                "level {level}: {}",
+                r.volume
+            );
+            assert_eq!(mesh.nodes.len(), [3375, 24389, 185193][level as usize]);
+            assert!(cells == 0 || mesh.cells.len() == 8 * cells);
+            cells = mesh.cells.len();
+        }
     }
 
     #[test]
