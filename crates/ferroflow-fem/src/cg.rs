@@ -1,0 +1,217 @@
+//! Conjugate gradients for the pressure equation (seed 001, spec Part I.2): a symmetric
+//! matrix on the node graph's pattern ([`Matrix`]) scaled by its diagonal (D^-1/2 A D^-1/2,
+//! Jacobi preconditioning in symmetric form), solved in the three-term recurrence form (Saad,
+//! Iterative Methods, algorithm 6.18) whose one reduction per iteration gives both (r, r)
+//! and (r, A r): on a GPU one fused reduction, one matrix–vector product and one fused update
+//! of x and r per iteration. Sums run in a fixed order ([`crate::sum`]).
+use crate::sum::sums;
+use rayon::prelude::*;
+
+/// A symmetric matrix on a graph's rows: off-diagonal `values` at `columns`, row I's in
+/// `offsets[I]..offsets[I + 1]`, and its `diagonal`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    /// Where each row's entries start (one more than rows).
+    pub offsets: Vec<usize>,
+    /// Column of each entry.
+    pub columns: Vec<u32>,
+    /// Off-diagonal values.
+    pub values: Vec<f64>,
+    /// Diagonal values (positive).
+    pub diagonal: Vec<f64>,
+}
+
+impl Matrix {
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.diagonal.len()
+    }
+
+    /// (S A S x)_I with S = `scale` (a diagonal), for every row: `out`.
+    fn scaled_product(&self, scale: &[f64], x: &[f64], out: &mut [f64]) {
+        out.par_iter_mut().enumerate().for_each(|(i, o)| {
+            let r = self.offsets[i]..self.offsets[i + 1];
+            let mut s = self.diagonal[i] * scale[i] * x[i];
+            for (j, a) in self.columns[r.clone()].iter().zip(&self.values[r]) {
+                s += a * scale[*j as usize] * x[*j as usize];
+            }
+            *o = scale[i] * s;
+        });
+    }
+}
+
+/// How a solve ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Outcome {
+    /// Iterations (matrix–vector products) done.
+    pub iterations: usize,
+    /// |r| / |b| of the scaled system at the end.
+    pub relative_residual: f64,
+    /// Whether it reached the tolerance.
+    pub converged: bool,
+}
+
+/// Solves A x = b from the `x` given, until |r| / |b| of the scaled system falls below
+/// `tolerance` or after `max_iterations`.
+pub fn solve(
+    a: &Matrix,
+    b: &[f64],
+    x: &mut [f64],
+    tolerance: f64,
+    max_iterations: usize,
+) -> Outcome {
+    let n = a.rows();
+    assert!(b.len() == n && x.len() == n, "one value per row");
+    let scale: Vec<f64> = a.diagonal.iter().map(|d| 1.0 / d.sqrt()).collect();
+    // y = S⁻¹ x solves (S A S) y = S b.
+    let mut y: Vec<f64> = x.iter().zip(&scale).map(|(x, s)| x / s).collect();
+    let sb: Vec<f64> = b.iter().zip(&scale).map(|(b, s)| b * s).collect();
+    let [bb] = sums(n, |i| [sb[i] * sb[i]]);
+    let mut w = vec![0.0; n];
+    a.scaled_product(&scale, &y, &mut w);
+    let mut r: Vec<f64> = sb.iter().zip(&w).map(|(b, w)| b - w).collect();
+    let (mut y_prev, mut r_prev) = (y.clone(), r.clone());
+    let (mut gamma_prev, mut rr_prev, mut rho_prev) = (0.0, 0.0, 1.0);
+    let mut outcome = Outcome {
+        iterations: 0,
+        relative_residual: 0.0,
+        converged: bb == 0.0,
+    };
+    if bb == 0.0 {
+        x.iter_mut().for_each(|x| *x = 0.0);
+        return outcome;
+    }
+    loop {
+        a.scaled_product(&scale, &r, &mut w);
+        let [rr, rw] = sums(n, |i| [r[i] * r[i], r[i] * w[i]]);
+        outcome.relative_residual = (rr / bb).sqrt();
+        if outcome.relative_residual < tolerance {
+            outcome.converged = true;
+            break;
+        }
+        if outcome.iterations == max_iterations || rw <= 0.0 || !rw.is_finite() {
+            break;
+        }
+        let gamma = rr / rw;
+        let rho = match outcome.iterations {
+            0 => 1.0,
+            _ => 1.0 / (1.0 - gamma / gamma_prev * rr / rr_prev / rho_prev),
+        };
+        // x_{j+1} = ρ (x_j + γ r_j) + (1 − ρ) x_{j−1}, and r likewise with −γ A r_j; the
+        // older vectors take the new values, so that the current ones become the older.
+        y_prev
+            .par_iter_mut()
+            .zip(r_prev.par_iter_mut())
+            .zip(y.par_iter().zip(r.par_iter()).zip(w.par_iter()))
+            .for_each(|((yp, rp), ((y, r), w))| {
+                *yp = rho * (y + gamma * r) + (1.0 - rho) * *yp;
+                *rp = rho * (r - gamma * w) + (1.0 - rho) * *rp;
+            });
+        std::mem::swap(&mut y, &mut y_prev);
+        std::mem::swap(&mut r, &mut r_prev);
+        (gamma_prev, rr_prev, rho_prev) = (gamma, rr, rho);
+        outcome.iterations += 1;
+    }
+    for ((x, y), s) in x.iter_mut().zip(&y).zip(&scale) {
+        *x = y * s;
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::edges::EdgeOperators;
+    use ferroflow_mesh::generate::{box_mesh, jitter, BoxCells};
+
+    /// The stiffness matrix K_IJ = ∫ ∇N_I · ∇N_J of a jittered box, its boundary nodes held
+    /// by a penalty on the diagonal (the seed's fixed-pressure rows), and which they are.
+    fn stiffness() -> (Matrix, Vec<bool>, Vec<[f64; 3]>) {
+        let mut m = box_mesh(BoxCells::Tet6, [6, 5, 4], [1.0; 3]).unwrap();
+        jitter(&mut m, 0.15, 2).unwrap();
+        let ops = EdgeOperators::new(&m).unwrap();
+        let mut fixed = vec![false; m.nodes.len()];
+        for (_, nodes) in m.faces.iter() {
+            nodes.iter().for_each(|&n| fixed[n as usize] = true);
+        }
+        let values: Vec<f64> = ops.terms.iter().map(|t| t.laplacian_trace()).collect();
+        let diagonal = (0..ops.nodes())
+            .map(|i| match fixed[i] {
+                true => PENALTY,
+                false => -values[ops.offsets[i]..ops.offsets[i + 1]]
+                    .iter()
+                    .sum::<f64>(),
+            })
+            .collect();
+        let a = Matrix {
+            offsets: ops.offsets,
+            columns: ops.columns,
+            values,
+            diagonal,
+        };
+        (a, fixed, m.nodes)
+    }
+
+    const PENALTY: f64 = 1e20;
+
+    #[test]
+    fn a_discrete_harmonic_field_is_the_linear_one() {
+        // Fixed nodes hold zero (an increment, as the pressure step's); the linear field's
+        // boundary values enter the other rows' right-hand side.
+        let (a, fixed, x) = stiffness();
+        let exact: Vec<f64> = x
+            .iter()
+            .map(|x| 1.0 + x[0] - 2.0 * x[1] + 0.5 * x[2])
+            .collect();
+        let b: Vec<f64> = (0..a.rows())
+            .map(|i| match fixed[i] {
+                true => 0.0,
+                false => -(a.offsets[i]..a.offsets[i + 1])
+                    .filter(|&e| fixed[a.columns[e] as usize])
+                    .map(|e| a.values[e] * exact[a.columns[e] as usize])
+                    .sum::<f64>(),
+            })
+            .collect();
+        let mut p = vec![0.0; a.rows()];
+        let out = solve(&a, &b, &mut p, 1e-12, 1000);
+        assert!(out.converged, "{out:?}");
+        assert!(out.iterations > 5 && out.iterations < 200, "{out:?}");
+        for i in (0..a.rows()).filter(|&i| !fixed[i]) {
+            assert!(
+                (p[i] - exact[i]).abs() < 1e-10,
+                "{} against {}",
+                p[i],
+                exact[i]
+            );
+        }
+    }
+
+    #[test]
+    fn solves_have_the_same_bits_on_any_thread_count_and_stop_where_told() {
+        let (a, _, x) = stiffness();
+        let b: Vec<f64> = x.iter().map(|x| (3.0 * x[0]).sin() * x[1]).collect();
+        let run = |threads: usize, tolerance: f64, most: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut p = vec![0.0; a.rows()];
+            let out = pool.install(|| solve(&a, &b, &mut p, tolerance, most));
+            (p, out)
+        };
+        let (one, out) = run(1, 1e-10, 1000);
+        let (three, _) = run(3, 1e-10, 1000);
+        assert_eq!(
+            one.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            three.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+        assert!(out.converged && out.relative_residual < 1e-10);
+        let (_, short) = run(2, 1e-10, 3);
+        assert_eq!((short.iterations, short.converged), (3, false));
+        // Nothing to solve: zero, at once.
+        let mut p = vec![1.0; a.rows()];
+        let none = solve(&a, &vec![0.0; a.rows()], &mut p, 1e-10, 10);
+        assert!(none.converged && none.iterations == 0);
+        assert!(p.iter().all(|&v| v == 0.0));
+    }
+}

@@ -1,0 +1,17 @@
+//! Edge-based P1 finite elements on tetrahedra (seed 001): every operator the fractional-step
+//! solver needs is integrated once per element and stored per directed edge ([`edges`]), so
+//! that the solver's loops run over each node's row and only gather (no atomics, no colouring);
+//! the pressure equation is solved by conjugate gradients in the three-term form with one
+//! fused reduction per iteration ([`cg`]). Sums run in a fixed order: results do not depend
+//! on the thread count.
+//!
+//! - [`edges`]: [`EdgeOperators`], the consistent mass, the 3 × 3 Laplacian block, ∇_IJ and
+//!   G_IJ per off-diagonal entry of the node graph's rows, the lumped mass and the smallest
+//!   height per node; the edge loops built on them.
+//! - [`cg`]: a symmetric matrix of the node graph's pattern with its diagonal ([`cg::Matrix`])
+//!   and [`cg::solve`].
+pub mod cg;
+pub mod edges;
+pub mod sum;
+
+pub use edges::EdgeOperators;
