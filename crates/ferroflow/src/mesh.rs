@@ -29,12 +29,17 @@ enum MeshAction {
     /// Read a mesh, check it, and print its counts by cell type, patches, volume, quality
     /// (smallest volume, largest aspect ratio), bandwidth (and after reverse Cuthill–McKee),
     /// memory per cell and the reading rate.
+    #[command(after_help = "Example:\n  ferroflow mesh info channel.msh")]
     Info {
         /// The mesh: `.msh` (Gmsh 2.2 or 4.1, ASCII or binary) or `.su2`.
         file: PathBuf,
     },
     /// Read a mesh, check it, write it as `.vtu` (cells, with the cell type and, for each
     /// node, nothing else) or `.su2`.
+    #[command(
+        after_help = "Examples:\n  ferroflow mesh convert channel.msh channel.vtu\n  \
+                            ferroflow mesh convert wing.su2 wing.vtu --renumber"
+    )]
     Convert {
         /// The mesh to read (`.msh`, `.su2`).
         input: PathBuf,
@@ -45,6 +50,10 @@ enum MeshAction {
         renumber: bool,
     },
     /// Generate a mesh and write it (`.vtu`, `.su2`).
+    #[command(
+        after_help = "Examples:\n  ferroflow mesh generate box --cells tet6 --n 20,10,10 \
+                            --out box.vtu\n  ferroflow mesh generate cube --level 1 --out cube.su2"
+    )]
     Generate {
         #[command(subcommand)]
         shape: Shape,
@@ -55,6 +64,10 @@ enum MeshAction {
 enum Shape {
     /// A box of hexahedral cells, each one hexahedron, two prisms, or five or six
     /// tetrahedra; patches xmin, xmax, ymin, ymax, zmin, zmax.
+    #[command(
+        after_help = "Example:\n  ferroflow mesh generate box --cells prism --n 8,8,2 \
+                            --lengths 2,2,0.5 --jitter 0.1 --out plate.vtu"
+    )]
     Box {
         /// How each hexahedral cell is filled.
         #[arg(long, value_enum, default_value = "hex")]
@@ -76,6 +89,7 @@ enum Shape {
         out: PathBuf,
     },
     /// The unit cube of tetrahedra, `base · 2^level` cells per axis (each level refines 1:8).
+    #[command(after_help = "Example:\n  ferroflow mesh generate cube --level 2 --out cube.su2")]
     Cube {
         /// Refinement level.
         #[arg(long)]
@@ -88,6 +102,7 @@ enum Shape {
         out: PathBuf,
     },
     /// A slab of N × 2 × 2 cubic hexahedra along x, length 1 (shock tubes).
+    #[command(after_help = "Example:\n  ferroflow mesh generate slab --n 400 --out tube.su2")]
     Slab {
         /// Cells along x.
         #[arg(long)]
