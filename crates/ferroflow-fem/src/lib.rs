@@ -10,8 +10,14 @@
 //!   height per node; the edge loops built on them.
 //! - [`cg`]: a symmetric matrix of the node graph's pattern with its diagonal ([`cg::Matrix`])
 //!   and [`cg::solve`].
+//! - [`fractional`]: the fractional-step solver (Runge–Kutta momentum, CG pressure increment,
+//!   velocity correction) with split orthogonal-subscale stabilisation.
+//! - [`ethier_steinman`]: the exact 3D unsteady solution and the grid-convergence study.
+//! - [`sum`]: sums in a fixed order.
 pub mod cg;
 pub mod edges;
+pub mod ethier_steinman;
+pub mod fractional;
 pub mod sum;
 
 pub use edges::EdgeOperators;

@@ -23,7 +23,8 @@ use std::time::Instant;
 Examples:
   ferroflow verify mms --dim 3 --energy      # observed order of accuracy, PASS or FAIL
   ferroflow verify cavity                    # the 2D cavities against Ghia et al. (1982)
-  ferroflow verify cavity bdc2d --out verification")]
+  ferroflow verify cavity bdc2d --out verification
+  ferroflow verify ethier-steinman           # edge-based finite elements on tetrahedra")]
 pub enum VerifyCommand {
     /// Observed order of accuracy with manufactured solutions: PASS when every order on the
     /// finest pair of grids is within 2 ± 0.1.
@@ -59,6 +60,28 @@ pub enum VerifyCommand {
         /// level) instead of the explicit scheme.
         #[arg(long)]
         multigrid: bool,
+    },
+    /// The edge-based finite-element solver (tetrahedra, fractional step) against the exact
+    /// unsteady Ethier–Steinman solution on [−1, 1]³: L2 errors at the end time on each
+    /// grid and the observed orders; PASS when, on the finest pair, velocity's is at least 1.8
+    /// and pressure's at least 1.0.
+    #[command(after_help = "Examples:\n  ferroflow verify ethier-steinman\n  \
+                            ferroflow verify ethier-steinman --cells 8,16,32,48\n\n\
+                            Exit codes: 0 PASS, 1 FAIL or a runtime failure, 2 bad input.")]
+    EthierSteinman {
+        /// Cells per axis of each grid (hexahedra split into six tetrahedra), at least two,
+        /// ascending.
+        #[arg(long, value_delimiter = ',', default_values_t = [4, 8, 16, 32])]
+        cells: Vec<usize>,
+        /// Kinematic viscosity.
+        #[arg(long, default_value_t = 1.0)]
+        viscosity: f64,
+        /// End time.
+        #[arg(long, default_value_t = 0.1)]
+        end: f64,
+        /// Output directory for ethier-steinman.csv.
+        #[arg(long, default_value = "ferroflow-out/ethier-steinman")]
+        out: PathBuf,
     },
     /// Run the cavity cases and print the deviation from the published profiles (or, for the
     /// buoyancy-driven cavities, the published mean Nusselt number).
@@ -98,6 +121,95 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
             multigrid,
         }),
         VerifyCommand::Cavity { cases, out, set } => cavity(cases, &out, &set),
+        VerifyCommand::EthierSteinman {
+            cells,
+            viscosity,
+            end,
+            out,
+        } => ethier_steinman(&cells, viscosity, end, &out),
+    }
+}
+
+/// The Ethier–Steinman study (see [`VerifyCommand::EthierSteinman`]), its table printed and
+/// written to `out/ethier-steinman.csv`.
+fn ethier_steinman(cells: &[usize], nu: f64, end: f64, out: &Path) -> Result<(), Failure> {
+    use ferroflow_fem::ethier_steinman::{order, run};
+    use ferroflow_fem::fractional::Controls;
+    if cells.len() < 2 || cells.windows(2).any(|w| w[0] >= w[1]) || cells[0] < 1 {
+        return Err(Failure::input(format!(
+            "--cells {cells:?}: at least two grids, ascending"
+        )));
+    }
+    if !(nu > 0.0 && nu.is_finite() && end > 0.0 && end.is_finite()) {
+        return Err(Failure::input(format!(
+            "--viscosity {nu}, --end {end}: both positive and finite"
+        )));
+    }
+    let path = out.join("ethier-steinman.csv");
+    fs::create_dir_all(out)
+        .map_err(|e| Failure::input(format!("cannot write {}: {e}", path.display())))?;
+    let mut csv = String::from(
+        "cells,nodes,steps,velocity_l2,pressure_l2,velocity_order,pressure_order,\
+         cg_iterations_per_step,max_rms_divergence,seconds\n",
+    );
+    println!(
+        "{:>6} {:>8} {:>6} {:>12} {:>12} {:>7} {:>7} {:>8} {:>8}",
+        "cells", "nodes", "steps", "u L2", "p L2", "u ord", "p ord", "CG/step", "s"
+    );
+    let mut previous = None;
+    let mut last = (f64::NAN, f64::NAN);
+    for &c in cells {
+        let start = Instant::now();
+        let r = run(c, nu, end, Controls::default()).map_err(Failure::runtime)?;
+        let seconds = start.elapsed().as_secs_f64();
+        let orders = previous.map(|(pc, pu, pp)| {
+            (
+                order((pc, pu), (c, r.velocity)),
+                order((pc, pp), (c, r.pressure)),
+            )
+        });
+        let fmt = |o: Option<f64>| o.map(|o| format!("{o:.3}")).unwrap_or_default();
+        let (ou, op) = (orders.map(|o| o.0), orders.map(|o| o.1));
+        println!(
+            "{:>6} {:>8} {:>6} {:>12.4e} {:>12.4e} {:>7} {:>7} {:>8.1} {:>8.2}",
+            c,
+            r.nodes,
+            r.steps,
+            r.velocity,
+            r.pressure,
+            fmt(ou),
+            fmt(op),
+            r.cg_iterations,
+            seconds
+        );
+        csv += &format!(
+            "{c},{},{},{:e},{:e},{},{},{:.2},{:e},{seconds:.3}\n",
+            r.nodes,
+            r.steps,
+            r.velocity,
+            r.pressure,
+            fmt(ou),
+            fmt(op),
+            r.cg_iterations,
+            r.divergence
+        );
+        previous = Some((c, r.velocity, r.pressure));
+        if let Some(o) = orders {
+            last = o;
+        }
+    }
+    ferroflow_io::file::write(&path, csv).map_err(Failure::runtime)?;
+    let (ou, op) = last;
+    if ou >= 1.8 && op >= 1.0 {
+        println!(
+            "PASS: orders on the finest pair: velocity {ou:.3} (>= 1.8), pressure {op:.3} (>= 1.0)"
+        );
+        Ok(())
+    } else {
+        Err(Failure::runtime(format!(
+            "FAIL: orders on the finest pair: velocity {ou:.3} (needs 1.8), pressure {op:.3} \
+             (needs 1.0)"
+        )))
     }
 }
 

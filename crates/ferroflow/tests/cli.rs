@@ -1757,3 +1757,28 @@ fn meshes_are_generated_checked_measured_and_converted() {
     }
     assert!(!tmp.path().join("box.obj").exists() && !tmp.path().join("j.vtu").exists());
 }
+
+#[test]
+fn ethier_steinman_is_verified_and_tabulated() {
+    let tmp = TempDir::new().unwrap();
+    let out = ferroflow(tmp.path())
+        .args(["verify", "ethier-steinman", "--cells", "4,8", "--out", "es"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("PASS: orders on the finest pair"), "{text}");
+    let csv = fs::read_to_string(tmp.path().join("es/ethier-steinman.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    let (code, err) =
+        stderr_of(ferroflow(tmp.path()).args(["verify", "ethier-steinman", "--cells", "8,4"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--cells [8, 4]: at least two grids, ascending"),
+        "{err}"
+    );
+}
