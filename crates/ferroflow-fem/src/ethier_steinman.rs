@@ -190,4 +190,19 @@ mod tests {
         assert!(ou >= 1.8, "velocity order {ou}");
         assert!(op >= 1.0, "pressure order {op}");
     }
+
+    #[test]
+    fn a_run_has_the_same_bits_on_any_thread_count() {
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| run(6, 1.0, 0.02, Controls::default()).unwrap())
+        };
+        let (one, three) = (on(1), on(3));
+        assert_eq!(one.velocity.to_bits(), three.velocity.to_bits());
+        assert_eq!(one.pressure.to_bits(), three.pressure.to_bits());
+        assert_eq!(one.cg_iterations, three.cg_iterations);
+    }
 }
