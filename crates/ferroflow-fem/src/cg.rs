@@ -4,7 +4,7 @@
 //! Iterative Methods, algorithm 6.18) whose one reduction per iteration gives both (r, r)
 //! and (r, A r): on a GPU one fused reduction, one matrix–vector product and one fused update
 //! of x and r per iteration. Sums run in a fixed order ([`crate::sum`]).
-use crate::sum::sums;
+use crate::sum::{sums, MIN_ROWS};
 use rayon::prelude::*;
 
 /// A symmetric matrix on a graph's rows: off-diagonal `values` at `columns`, row I's in
@@ -29,14 +29,17 @@ impl Matrix {
 
     /// (S A S x)_I with S = `scale` (a diagonal), for every row: `out`.
     fn scaled_product(&self, scale: &[f64], x: &[f64], out: &mut [f64]) {
-        out.par_iter_mut().enumerate().for_each(|(i, o)| {
-            let r = self.offsets[i]..self.offsets[i + 1];
-            let mut s = self.diagonal[i] * scale[i] * x[i];
-            for (j, a) in self.columns[r.clone()].iter().zip(&self.values[r]) {
-                s += a * scale[*j as usize] * x[*j as usize];
-            }
-            *o = scale[i] * s;
-        });
+        out.par_iter_mut()
+            .with_min_len(MIN_ROWS)
+            .enumerate()
+            .for_each(|(i, o)| {
+                let r = self.offsets[i]..self.offsets[i + 1];
+                let mut s = self.diagonal[i] * scale[i] * x[i];
+                for (j, a) in self.columns[r.clone()].iter().zip(&self.values[r]) {
+                    s += a * scale[*j as usize] * x[*j as usize];
+                }
+                *o = scale[i] * s;
+            });
     }
 }
 
@@ -103,6 +106,7 @@ pub fn solve(
             .par_iter_mut()
             .zip(r_prev.par_iter_mut())
             .zip(y.par_iter().zip(r.par_iter()).zip(w.par_iter()))
+            .with_min_len(MIN_ROWS)
             .for_each(|((yp, rp), ((y, r), w))| {
                 *yp = rho * (y + gamma * r) + (1.0 - rho) * *yp;
                 *rp = rho * (r - gamma * w) + (1.0 - rho) * *rp;

@@ -13,6 +13,7 @@
 //! (the rows of the node graph, `ferroflow_mesh::topology::node_graph`), 16 values per entry
 //! as the seed packs them. Since Σ_J N_J = 1, every formula is written on differences
 //! (u_J − u_I), which vanish for constants.
+use crate::sum::MIN_ROWS;
 use ferroflow_mesh::topology::{self, Graph};
 use ferroflow_mesh::{Kind, Mesh, MeshError};
 use rayon::prelude::*;
@@ -175,6 +176,7 @@ impl EdgeOperators {
     fn per_node<T: Send>(&self, f: impl Fn(usize, &[u32], &[EdgeTerms]) -> T + Sync) -> Vec<T> {
         (0..self.nodes())
             .into_par_iter()
+            .with_min_len(MIN_ROWS)
             .map(|i| {
                 let (cols, terms) = self.row(i);
                 f(i, cols, terms)

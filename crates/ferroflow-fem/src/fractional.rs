@@ -27,7 +27,7 @@
 //! 0.01 for convection, h_I = M_II^(1/3), Δt_avg = min_I 1 / (2|u_I|/h_I + 4ν/h_I²).
 use crate::cg::{self, Matrix, Outcome};
 use crate::edges::{EdgeOperators, EdgeTerms};
-use crate::sum::sums;
+use crate::sum::{sums, MIN_ROWS};
 use ferroflow_mesh::{Mesh, MeshError};
 use rayon::prelude::*;
 
@@ -178,6 +178,7 @@ impl FractionalStep {
         let nu = self.fluid.viscosity;
         let worst = (0..self.ops.nodes())
             .into_par_iter()
+            .with_min_len(MIN_ROWS)
             .map(|i| {
                 let (cols, _) = self.ops.row(i);
                 let speed = (cols.iter())
@@ -197,10 +198,12 @@ impl FractionalStep {
             |i: usize| 2.0 * norm(self.u[i]) / self.h[i] + 4.0 * nu / (self.h[i] * self.h[i]);
         let fastest = (0..self.ops.nodes())
             .into_par_iter()
+            .with_min_len(MIN_ROWS)
             .map(rate)
             .reduce(|| 0.0, f64::max);
         (0..self.ops.nodes())
             .into_par_iter()
+            .with_min_len(MIN_ROWS)
             .map(|i| 1.0 / (rate(i) + c * fastest))
             .collect()
     }
@@ -221,6 +224,7 @@ impl FractionalStep {
         let u0 = self.u.clone();
         let xi: Vec<Vec3> = (0..n)
             .into_par_iter()
+            .with_min_len(MIN_ROWS)
             .map(|i| {
                 let (cols, terms) = ops.row(i);
                 let a = u0[i];
@@ -235,6 +239,7 @@ impl FractionalStep {
         let rhs = |u: &[Vec3]| -> Vec<Vec3> {
             (0..n)
                 .into_par_iter()
+                .with_min_len(MIN_ROWS)
                 .map(|i| {
                     let (cols, terms) = ops.row(i);
                     let a = u[i];
@@ -289,6 +294,7 @@ impl FractionalStep {
     /// Sets the fixed-velocity nodes of `u` to their values at `time`.
     fn hold(&self, u: &mut [Vec3], time: f64, boundary: &(dyn Fn(usize, f64) -> Vec3 + Sync)) {
         u.par_iter_mut()
+            .with_min_len(MIN_ROWS)
             .enumerate()
             .filter(|(i, _)| self.fixed_velocity[*i])
             .for_each(|(i, v)| *v = boundary(i, time));
@@ -317,6 +323,7 @@ impl FractionalStep {
         let fixed = &self.fixed_pressure;
         let f: Vec<f64> = (0..n)
             .into_par_iter()
+            .with_min_len(MIN_ROWS)
             .map(|i| {
                 if fixed[i] {
                     return 0.0;

@@ -13,11 +13,13 @@
 //! - [`fractional`]: the fractional-step solver (Runge–Kutta momentum, CG pressure increment,
 //!   velocity correction) with split orthogonal-subscale stabilisation.
 //! - [`ethier_steinman`]: the exact 3D unsteady solution and the grid-convergence study.
+//! - [`lid_cube`]: the lid-driven cube marched to steady state, its centreline profiles.
 //! - [`sum`]: sums in a fixed order.
 pub mod cg;
 pub mod edges;
 pub mod ethier_steinman;
 pub mod fractional;
+pub mod lid_cube;
 pub mod sum;
 
 pub use edges::EdgeOperators;

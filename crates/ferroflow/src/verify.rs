@@ -83,6 +83,35 @@ pub enum VerifyCommand {
         #[arg(long, default_value = "ferroflow-out/ethier-steinman")]
         out: PathBuf,
     },
+    /// The edge-based finite-element solver on the lid-driven cube (n³ hexahedra of six
+    /// tetrahedra, lid y = 1 moving along x), marched to steady state; its centreline
+    /// profiles written as CSV and, with --reference, compared with a structured run's
+    /// (its centerline_u.csv and centerline_v.csv).
+    #[command(
+        after_help = "Examples:\n  ferroflow run cavity3d-re100 --set 'mesh.nodes=[129,129,129]' \
+                            --set numerics.multigrid=20 --out ref100\n  \
+                            ferroflow verify lid-cube --cells 16,32 --reynolds 100 --reference ref100"
+    )]
+    LidCube {
+        /// Cells per axis of each grid (even).
+        #[arg(long, value_delimiter = ',', default_values_t = [16, 32])]
+        cells: Vec<usize>,
+        /// Reynolds number (lid speed 1, side 1).
+        #[arg(long, default_value_t = 100.0)]
+        reynolds: f64,
+        /// Steady when the largest |Δu| / Δt of a step falls below this.
+        #[arg(long, default_value_t = 1e-4)]
+        tolerance: f64,
+        /// Stop at this time if not steady by then.
+        #[arg(long, default_value_t = 100.0)]
+        end: f64,
+        /// A structured run's output directory to compare the profiles with.
+        #[arg(long)]
+        reference: Option<PathBuf>,
+        /// Output directory for the profiles.
+        #[arg(long, default_value = "ferroflow-out/lid-cube")]
+        out: PathBuf,
+    },
     /// Run the cavity cases and print the deviation from the published profiles (or, for the
     /// buoyancy-driven cavities, the published mean Nusselt number).
     #[command(after_help = "Examples:\n  ferroflow verify cavity\n  \
@@ -127,7 +156,108 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
             end,
             out,
         } => ethier_steinman(&cells, viscosity, end, &out),
+        VerifyCommand::LidCube {
+            cells,
+            reynolds,
+            tolerance,
+            end,
+            reference,
+            out,
+        } => lid_cube(
+            &cells,
+            reynolds,
+            (tolerance, end),
+            reference.as_deref(),
+            &out,
+        ),
     }
+}
+
+/// A two-column profile of a structured run's output (`x,v` or `y,u`), or an error naming
+/// the file and line.
+fn read_profile(path: &Path) -> Result<Vec<(f64, f64)>, Failure> {
+    let text = fs::read_to_string(path)
+        .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
+    (text.lines().enumerate().skip(1))
+        .map(|(l, line)| {
+            let values: Vec<Option<f64>> = line.split(',').map(|v| v.trim().parse().ok()).collect();
+            match values[..] {
+                [Some(a), Some(b)] => Ok((a, b)),
+                _ => Err(Failure::input(format!(
+                    "{}, line {}: expected two numbers, found \"{line}\"",
+                    path.display(),
+                    l + 1
+                ))),
+            }
+        })
+        .collect()
+}
+
+/// `profile` at `x` by linear interpolation (`profile` sorted by its first column).
+fn interpolate(profile: &[(f64, f64)], x: f64) -> f64 {
+    let i = profile
+        .partition_point(|p| p.0 < x)
+        .clamp(1, profile.len() - 1);
+    let ((x0, y0), (x1, y1)) = (profile[i - 1], profile[i]);
+    y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+}
+
+/// The lid-driven cube study (see [`VerifyCommand::LidCube`]).
+fn lid_cube(
+    cells: &[usize],
+    re: f64,
+    (tolerance, end): (f64, f64),
+    reference: Option<&Path>,
+    out: &Path,
+) -> Result<(), Failure> {
+    let reference = match reference {
+        Some(dir) => Some([
+            read_profile(&dir.join("centerline_u.csv"))?,
+            read_profile(&dir.join("centerline_v.csv"))?,
+        ]),
+        None => None,
+    };
+    if cells.is_empty() || cells.iter().any(|c| !c.is_multiple_of(2) || *c == 0) {
+        return Err(Failure::input(format!("--cells {cells:?}: even numbers")));
+    }
+    fs::create_dir_all(out)
+        .map_err(|e| Failure::input(format!("cannot write {}: {e}", out.display())))?;
+    for &n in cells {
+        let start = Instant::now();
+        let s = ferroflow_fem::lid_cube::run(n, re, tolerance, end).map_err(Failure::runtime)?;
+        let seconds = start.elapsed().as_secs_f64();
+        for (name, header, profile) in [
+            ("u", ["y", "u"], &s.u_profile),
+            ("v", ["x", "v"], &s.v_profile),
+        ] {
+            let path = out.join(format!("lid-cube-{n}-{name}.csv"));
+            let rows = profile
+                .iter()
+                .map(|(a, b)| vec![a.to_string(), b.to_string()]);
+            ferroflow_io::table::write_csv(&path, &header, rows).map_err(Failure::runtime)?;
+        }
+        let deviation = reference.as_ref().map(|[u, v]| {
+            let worst = |fe: &[(f64, f64)], r: &[(f64, f64)]| {
+                fe.iter()
+                    .map(|(x, y)| (y - interpolate(r, *x)).abs())
+                    .fold(0.0, f64::max)
+            };
+            (worst(&s.u_profile, u), worst(&s.v_profile, v))
+        });
+        println!(
+            "{n:>4} cells: {} steps to t = {:.2} ({}; max |du|/dt {:.1e}), {:.1} CG iterations / \
+             step, {seconds:.1} s{}",
+            s.steps,
+            s.time,
+            if s.converged { "steady" } else { "NOT steady" },
+            s.rate,
+            s.cg_iterations,
+            deviation.map_or(String::new(), |(u, v)| format!(
+                "; max deviation from the reference: u {u:.4}, v {v:.4}"
+            ))
+        );
+    }
+    Ok(())
 }
 
 /// The Ethier–Steinman study (see [`VerifyCommand::EthierSteinman`]), its table printed and
