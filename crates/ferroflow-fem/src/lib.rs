@@ -14,8 +14,10 @@
 //!   velocity correction) with split orthogonal-subscale stabilisation.
 //! - [`ethier_steinman`]: the exact 3D unsteady solution and the grid-convergence study.
 //! - [`lid_cube`]: the lid-driven cube marched to steady state, its centreline profiles.
+//! - [`dfg`]: the DFG 3D-1Z channel around a cylinder, its drag and lift coefficients.
 //! - [`sum`]: sums in a fixed order.
 pub mod cg;
+pub mod dfg;
 pub mod edges;
 pub mod ethier_steinman;
 pub mod fractional;

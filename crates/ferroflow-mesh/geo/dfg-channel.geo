@@ -9,8 +9,11 @@ e = 1e-6;
 inlet() = Surface In BoundingBox{-e, -e, -e, e, 0.41 + e, 0.41 + e};
 outlet() = Surface In BoundingBox{2.5 - e, -e, -e, 2.5 + e, 0.41 + e, 0.41 + e};
 cylinder() = Surface In BoundingBox{0.45 - e, 0.15 - e, -e, 0.55 + e, 0.25 + e, 0.41 + e};
-MeshSize{PointsOf{Volume{3};}} = 0.06;
-MeshSize{PointsOf{Surface{cylinder()};}} = 0.015;
+// Element sizes in the channel and on the cylinder; `gmsh -setnumber h 0.04 -setnumber hc
+// 0.01` refines (the mesh-convergence table of BENCHMARKS.md).
+DefineConstant[h = 0.06, hc = 0.015];
+MeshSize{PointsOf{Volume{3};}} = h;
+MeshSize{PointsOf{Surface{cylinder()};}} = hc;
 walls() = Surface{:};
 walls() -= {inlet(), outlet(), cylinder()};
 Physical Surface("inlet") = {inlet()};

@@ -112,6 +112,26 @@ pub enum VerifyCommand {
         #[arg(long, default_value = "ferroflow-out/lid-cube")]
         out: PathBuf,
     },
+    /// The edge-based finite-element solver on the DFG 3D-1Z benchmark (steady flow around a
+    /// cylinder in a channel at Re = 20) on Gmsh meshes of
+    /// crates/ferroflow-mesh/geo/dfg-channel.geo: drag and lift coefficients against the
+    /// reference intervals of Schäfer & Turek (1996).
+    #[command(
+        after_help = "Examples:\n  gmsh crates/ferroflow-mesh/geo/dfg-channel.geo -3 -o dfg.msh\n  \
+                            ferroflow verify dfg dfg.msh\n  \
+                            ferroflow verify dfg coarse.msh fine.msh --tolerance 1e-4"
+    )]
+    Dfg {
+        /// Gmsh meshes of the channel (patches inlet, outlet, walls, cylinder), coarse to fine.
+        #[arg(required = true)]
+        meshes: Vec<PathBuf>,
+        /// Steady when the largest |Δu| / Δt of a step falls below this (m/s²).
+        #[arg(long, default_value_t = 1e-4)]
+        tolerance: f64,
+        /// Stop at this time (s) if not steady by then.
+        #[arg(long, default_value_t = 60.0)]
+        end: f64,
+    },
     /// Run the cavity cases and print the deviation from the published profiles (or, for the
     /// buoyancy-driven cavities, the published mean Nusselt number).
     #[command(after_help = "Examples:\n  ferroflow verify cavity\n  \
@@ -170,7 +190,44 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
             reference.as_deref(),
             &out,
         ),
+        VerifyCommand::Dfg {
+            meshes,
+            tolerance,
+            end,
+        } => dfg(&meshes, tolerance, end),
     }
+}
+
+/// The DFG 3D-1Z study (see [`VerifyCommand::Dfg`]).
+fn dfg(meshes: &[PathBuf], tolerance: f64, end: f64) -> Result<(), Failure> {
+    use ferroflow_fem::dfg::{run, DRAG_RANGE, LIFT_RANGE};
+    println!(
+        "{:>9} {:>9} {:>6} {:>7} {:>9} {:>9} {:>9} {:>7}",
+        "nodes", "cells", "steps", "t (s)", "c_D", "c_L", "CG/step", "s"
+    );
+    for path in meshes {
+        let mesh = ferroflow_mesh::gmsh::read(path).map_err(Failure::input)?;
+        let start = Instant::now();
+        let f = run(&mesh, tolerance, end)
+            .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
+        println!(
+            "{:>9} {:>9} {:>6} {:>7.2} {:>9.4} {:>9.5} {:>9.1} {:>7.1}{}",
+            f.size[0],
+            f.size[1],
+            f.steps,
+            f.time,
+            f.drag,
+            f.lift,
+            f.cg_iterations,
+            start.elapsed().as_secs_f64(),
+            if f.converged { "" } else { "  NOT steady" }
+        );
+    }
+    println!(
+        "reference (Schäfer & Turek 1996): c_D {} to {}, c_L {} to {}",
+        DRAG_RANGE[0], DRAG_RANGE[1], LIFT_RANGE[0], LIFT_RANGE[1]
+    );
+    Ok(())
 }
 
 /// A two-column profile of a structured run's output (`x,v` or `y,u`), or an error naming
