@@ -12,6 +12,7 @@ use ferroflow_cases::case::{BackendKind, BackendSpec, ConvectionKind, ParallelSp
 use ferroflow_cases::mms::{finest_orders, study, Manufactured, MmsRow};
 use ferroflow_cases::summary::{self, Summary};
 use ferroflow_core::decomposition::Decomposition;
+use ferroflow_fem::fractional::Controls;
 use ferroflow_solver::{Simulation, StopCriteria};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -79,6 +80,9 @@ pub enum VerifyCommand {
         /// End time.
         #[arg(long, default_value_t = 0.1)]
         end: f64,
+        /// Relative tolerance of the pressure solve.
+        #[arg(long, default_value_t = 1e-10)]
+        cg_tolerance: f64,
         /// Output directory for ethier-steinman.csv.
         #[arg(long, default_value = "ferroflow-out/ethier-steinman")]
         out: PathBuf,
@@ -174,8 +178,15 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
             cells,
             viscosity,
             end,
+            cg_tolerance,
             out,
-        } => ethier_steinman(&cells, viscosity, end, &out),
+        } => {
+            let controls = Controls {
+                cg_tolerance,
+                ..Controls::default()
+            };
+            ethier_steinman(&cells, (viscosity, end), controls, &out)
+        }
         VerifyCommand::LidCube {
             cells,
             reynolds,
@@ -319,12 +330,22 @@ fn lid_cube(
 
 /// The Ethier–Steinman study (see [`VerifyCommand::EthierSteinman`]), its table printed and
 /// written to `out/ethier-steinman.csv`.
-fn ethier_steinman(cells: &[usize], nu: f64, end: f64, out: &Path) -> Result<(), Failure> {
+fn ethier_steinman(
+    cells: &[usize],
+    (nu, end): (f64, f64),
+    controls: Controls,
+    out: &Path,
+) -> Result<(), Failure> {
     use ferroflow_fem::ethier_steinman::{order, run};
-    use ferroflow_fem::fractional::Controls;
     if cells.len() < 2 || cells.windows(2).any(|w| w[0] >= w[1]) || cells[0] < 1 {
         return Err(Failure::input(format!(
             "--cells {cells:?}: at least two grids, ascending"
+        )));
+    }
+    let tolerance = controls.cg_tolerance;
+    if !(tolerance > 0.0 && tolerance < 1.0) {
+        return Err(Failure::input(format!(
+            "--cg-tolerance {tolerance}: between 0 and 1"
         )));
     }
     if !(nu > 0.0 && nu.is_finite() && end > 0.0 && end.is_finite()) {
@@ -340,14 +361,14 @@ fn ethier_steinman(cells: &[usize], nu: f64, end: f64, out: &Path) -> Result<(),
          cg_iterations_per_step,max_rms_divergence,seconds\n",
     );
     println!(
-        "{:>6} {:>8} {:>6} {:>12} {:>12} {:>7} {:>7} {:>8} {:>8}",
-        "cells", "nodes", "steps", "u L2", "p L2", "u ord", "p ord", "CG/step", "s"
+        "{:>6} {:>8} {:>6} {:>12} {:>12} {:>7} {:>7} {:>8} {:>10} {:>8}",
+        "cells", "nodes", "steps", "u L2", "p L2", "u ord", "p ord", "CG/step", "max div", "s"
     );
     let mut previous = None;
     let mut last = (f64::NAN, f64::NAN);
     for &c in cells {
         let start = Instant::now();
-        let r = run(c, nu, end, Controls::default()).map_err(Failure::runtime)?;
+        let r = run(c, nu, end, controls).map_err(Failure::runtime)?;
         let seconds = start.elapsed().as_secs_f64();
         let orders = previous.map(|(pc, pu, pp)| {
             (
@@ -358,7 +379,7 @@ fn ethier_steinman(cells: &[usize], nu: f64, end: f64, out: &Path) -> Result<(),
         let fmt = |o: Option<f64>| o.map(|o| format!("{o:.3}")).unwrap_or_default();
         let (ou, op) = (orders.map(|o| o.0), orders.map(|o| o.1));
         println!(
-            "{:>6} {:>8} {:>6} {:>12.4e} {:>12.4e} {:>7} {:>7} {:>8.1} {:>8.2}",
+            "{:>6} {:>8} {:>6} {:>12.4e} {:>12.4e} {:>7} {:>7} {:>8.1} {:>10.3e} {:>8.2}",
             c,
             r.nodes,
             r.steps,
@@ -367,6 +388,7 @@ fn ethier_steinman(cells: &[usize], nu: f64, end: f64, out: &Path) -> Result<(),
             fmt(ou),
             fmt(op),
             r.cg_iterations,
+            r.divergence,
             seconds
         );
         csv += &format!(
