@@ -8,7 +8,7 @@
 //! Ū = 4 U_m / 9 = 0.2 m/s: c = 2 F / (ρ Ū² D H). The mesh comes from a file (the patches
 //! inlet, outlet, walls, cylinder of `crates/ferroflow-mesh/geo/dfg-channel.geo`).
 use crate::edges::tet_gradients;
-use crate::fractional::{Controls, Fluid, FractionalStep};
+use crate::fractional::{Controls, Fluid, FractionalStep, March};
 use ferroflow_mesh::topology::{self, points};
 use ferroflow_mesh::{Mesh, MeshError};
 
@@ -40,16 +40,8 @@ pub fn inflow(x: [f64; 3]) -> [f64; 3] {
 pub struct Forces {
     /// Nodes and cells of the mesh.
     pub size: [usize; 2],
-    /// Time steps taken.
-    pub steps: usize,
-    /// Time reached (s).
-    pub time: f64,
-    /// Largest |u^(n+1) − u^n| / Δt of the last step.
-    pub rate: f64,
-    /// Whether `rate` fell below the tolerance.
-    pub converged: bool,
-    /// Mean CG iterations per step.
-    pub cg_iterations: f64,
+    /// How the march ended (times in s).
+    pub march: March,
     /// Drag coefficient.
     pub drag: f64,
     /// Lift coefficient (along y).
@@ -101,28 +93,12 @@ pub fn run(mesh: &Mesh, tolerance: f64, end: f64) -> Result<Forces, MeshError> {
     let controls = Controls::default();
     let mut solver = FractionalStep::new(mesh, fluid, controls, fixed, outlet, u, vec![0.0; n])?;
     let boundary = move |i: usize, _: f64| held(i);
-    let (mut time, mut steps, mut cg, mut rate) = (0.0, 0, 0, f64::INFINITY);
-    while rate >= tolerance && time < end {
-        let dt = solver.time_step();
-        let before = solver.u.clone();
-        let report = solver.step(dt, time, &boundary);
-        rate = (solver.u.iter().zip(&before))
-            .map(|(a, b)| (0..3).map(|c| (a[c] - b[c]).abs()).fold(0.0, f64::max))
-            .fold(0.0, f64::max)
-            / dt;
-        time += dt;
-        steps += 1;
-        cg += report.pressure.iterations;
-    }
+    let march = solver.march(tolerance, end, &boundary);
     let [fx, fy, _] = force(mesh, &solver, &cylinder)?;
     let scale = 2.0 / ((4.0 * U_MAX / 9.0).powi(2) * D * H);
     Ok(Forces {
         size: [n, mesh.cells.len()],
-        steps,
-        time,
-        rate,
-        converged: rate < tolerance,
-        cg_iterations: cg as f64 / steps.max(1) as f64,
+        march,
         drag: fx * scale,
         lift: fy * scale,
     })

@@ -90,6 +90,21 @@ pub struct StepReport {
     pub divergence: f64,
 }
 
+/// How a march toward a steady state ended ([`FractionalStep::march`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct March {
+    /// Time steps taken.
+    pub steps: usize,
+    /// Time reached.
+    pub time: f64,
+    /// Largest |u^(n+1) − u^n| / Δt of the last step.
+    pub rate: f64,
+    /// Whether `rate` fell below the tolerance.
+    pub steady: bool,
+    /// Mean CG iterations per step.
+    pub cg_iterations: f64,
+}
+
 /// The solver's state on one mesh.
 pub struct FractionalStep {
     ops: EdgeOperators,
@@ -282,12 +297,42 @@ impl FractionalStep {
         let mut u_hat = sum;
         self.hold(&mut u_hat, t + dt, boundary);
         let pressure = self.pressure(dt, &mut u_hat);
+        // Fixed nodes hold their values at t + Δt: the correction skips them.
         self.u = u_hat;
-        self.hold_u(t + dt, boundary);
         let divergence = self.divergence_rms();
         StepReport {
             pressure,
             divergence,
+        }
+    }
+
+    /// Steps of the stability estimate's size from time 0 until the largest |u^(n+1) − u^n| /
+    /// Δt of a step falls below `tolerance` or the time reaches `end`.
+    pub fn march(
+        &mut self,
+        tolerance: f64,
+        end: f64,
+        boundary: &(dyn Fn(usize, f64) -> Vec3 + Sync),
+    ) -> March {
+        let (mut time, mut steps, mut cg, mut rate) = (0.0, 0, 0, f64::INFINITY);
+        while rate >= tolerance && time < end {
+            let dt = self.time_step();
+            let before = self.u.clone();
+            let report = self.step(dt, time, boundary);
+            rate = (self.u.iter().zip(&before))
+                .map(|(a, b)| (0..3).map(|c| (a[c] - b[c]).abs()).fold(0.0, f64::max))
+                .fold(0.0, f64::max)
+                / dt;
+            time += dt;
+            steps += 1;
+            cg += report.pressure.iterations;
+        }
+        March {
+            steps,
+            time,
+            rate,
+            steady: rate < tolerance,
+            cg_iterations: cg as f64 / steps.max(1) as f64,
         }
     }
 
@@ -298,12 +343,6 @@ impl FractionalStep {
             .enumerate()
             .filter(|(i, _)| self.fixed_velocity[*i])
             .for_each(|(i, v)| *v = boundary(i, time));
-    }
-
-    fn hold_u(&mut self, time: f64, boundary: &(dyn Fn(usize, f64) -> Vec3 + Sync)) {
-        let mut u = std::mem::take(&mut self.u);
-        self.hold(&mut u, time, boundary);
-        self.u = u;
     }
 
     /// Steps 2 and 3: the pressure increment from û and p^n, then the corrected velocity (in

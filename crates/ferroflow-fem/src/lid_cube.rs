@@ -3,23 +3,15 @@
 //! (its edges included, as the structured cavity's lid row), the other walls at rest, the
 //! pressure held at the origin; Re = 1/ν. Its centreline profiles (u along x = z = 0.5, v
 //! along y = z = 0.5) are what the structured solver's cavity3d cases print.
-use crate::fractional::{Controls, Fluid, FractionalStep};
+use crate::fractional::{Controls, Fluid, FractionalStep, March};
 use ferroflow_mesh::generate::{box_mesh, BoxCells};
 use ferroflow_mesh::MeshError;
 
 /// A steady run's outcome.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Steady {
-    /// Time steps taken.
-    pub steps: usize,
-    /// Time reached.
-    pub time: f64,
-    /// Largest |u^(n+1) − u^n| / Δt of the last step.
-    pub rate: f64,
-    /// Whether `rate` fell below the tolerance.
-    pub converged: bool,
-    /// Mean CG iterations per step.
-    pub cg_iterations: f64,
+    /// How the march ended.
+    pub march: March,
     /// (y, u) on the vertical centreline, y increasing.
     pub u_profile: Vec<(f64, f64)>,
     /// (x, v) on the horizontal centreline, x increasing.
@@ -61,19 +53,7 @@ pub fn run(cells: usize, re: f64, tolerance: f64, end: f64) -> Result<Steady, Me
         vec![0.0; n],
     )?;
     let boundary = move |i: usize, _: f64| if lid[i] { [1.0, 0.0, 0.0] } else { [0.0; 3] };
-    let (mut time, mut steps, mut cg, mut rate) = (0.0, 0, 0, f64::INFINITY);
-    while rate >= tolerance && time < end {
-        let dt = solver.time_step();
-        let before = solver.u.clone();
-        let report = solver.step(dt, time, &boundary);
-        rate = (solver.u.iter().zip(&before))
-            .map(|(a, b)| (0..3).map(|c| (a[c] - b[c]).abs()).fold(0.0, f64::max))
-            .fold(0.0, f64::max)
-            / dt;
-        time += dt;
-        steps += 1;
-        cg += report.pressure.iterations;
-    }
+    let march = solver.march(tolerance, end, &boundary);
     let line = |along: usize, fixed: [usize; 2], component: usize| {
         let mut points: Vec<(f64, f64)> = (mesh.nodes.iter().zip(&solver.u))
             .filter(|(x, _)| fixed.iter().all(|&a| x[a] == 0.5))
@@ -83,11 +63,7 @@ pub fn run(cells: usize, re: f64, tolerance: f64, end: f64) -> Result<Steady, Me
         points
     };
     Ok(Steady {
-        steps,
-        time,
-        rate,
-        converged: rate < tolerance,
-        cg_iterations: cg as f64 / steps.max(1) as f64,
+        march,
         u_profile: line(1, [0, 2], 0),
         v_profile: line(0, [1, 2], 1),
     })
@@ -100,7 +76,7 @@ mod tests {
     #[test]
     fn a_coarse_cube_settles_into_the_cavity_vortex() {
         let s = run(8, 100.0, 1e-3, 20.0).unwrap();
-        assert!(s.converged, "{s:?}");
+        assert!(s.march.steady, "{s:?}");
         // Nine nodes per centreline, the lid's u = 1 at the top, the return flow below.
         assert_eq!(s.u_profile.len(), 9);
         assert_eq!(s.u_profile[8], (1.0, 1.0));

@@ -225,13 +225,13 @@ fn dfg(meshes: &[PathBuf], tolerance: f64, end: f64) -> Result<(), Failure> {
             "{:>9} {:>9} {:>6} {:>7.2} {:>9.4} {:>9.5} {:>9.1} {:>7.1}{}",
             f.size[0],
             f.size[1],
-            f.steps,
-            f.time,
+            f.march.steps,
+            f.march.time,
             f.drag,
             f.lift,
-            f.cg_iterations,
+            f.march.cg_iterations,
             start.elapsed().as_secs_f64(),
-            if f.converged { "" } else { "  NOT steady" }
+            if f.march.steady { "" } else { "  NOT steady" }
         );
     }
     println!(
@@ -315,11 +315,15 @@ fn lid_cube(
         println!(
             "{n:>4} cells: {} steps to t = {:.2} ({}; max |du|/dt {:.1e}), {:.1} CG iterations / \
              step, {seconds:.1} s{}",
-            s.steps,
-            s.time,
-            if s.converged { "steady" } else { "NOT steady" },
-            s.rate,
-            s.cg_iterations,
+            s.march.steps,
+            s.march.time,
+            if s.march.steady {
+                "steady"
+            } else {
+                "NOT steady"
+            },
+            s.march.rate,
+            s.march.cg_iterations,
             deviation.map_or(String::new(), |(u, v)| format!(
                 "; max deviation from the reference: u {u:.4}, v {v:.4}"
             ))
