@@ -12,17 +12,17 @@ use rayon::prelude::*;
 /// A decomposed grid driven as one backend: the blocks of this process, their halos, and
 /// the transport to the other processes' blocks.
 pub struct Decomposed<B: BlockBackend, T> {
-    decomposition: Decomposition,
-    extents: Vec<BlockExtent>,
+    pub(crate) decomposition: Decomposition,
+    pub(crate) extents: Vec<BlockExtent>,
     /// Blocks iterated here, with their numbers.
-    blocks: Vec<(usize, B)>,
+    pub(crate) blocks: Vec<(usize, B)>,
     /// One per interface side of a local block, with the index of that block in `blocks`.
-    halos: Vec<Halo<B::Real>>,
-    faces: Vec<(usize, Face)>,
-    transport: T,
+    pub(crate) halos: Vec<Halo<B::Real>>,
+    pub(crate) faces: Vec<(usize, Face)>,
+    pub(crate) transport: T,
     /// The block holding the pressure reference node, and the node's offset there.
-    reference: (usize, usize),
-    equations: usize,
+    pub(crate) reference: (usize, usize),
+    pub(crate) equations: usize,
     /// The whole grid's layout (no process holds its state).
     layout: Layout,
     name: &'static str,
@@ -148,17 +148,7 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Decomposed<B, T
     /// (Jacobi across blocks, whatever relaxes within them), the state's after the update.
     fn iterate_implicit(&mut self, norms: bool) -> Result<Residuals, BackendError> {
         let parts = self.each(|b| b.implicit()?.residual())?;
-        let mut gauge = GaugeSums::default();
-        for g in parts {
-            gauge.add(g);
-        }
-        let mut g = [gauge.resid, gauge.weight];
-        self.transport.sum(&mut g)?;
-        let gauge = GaugeSums {
-            resid: g[0],
-            weight: g[1],
-        }
-        .gauge();
+        let gauge = self.gauge(parts)?;
         self.each(|b| b.implicit()?.project(gauge))?;
         let sweeps = match self.blocks.first_mut() {
             Some((_, b)) => b.implicit()?.sweeps(),
@@ -188,15 +178,32 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Decomposed<B, T
         }
     }
 
+    /// The whole grid's gauge ([`GaugeSums::gauge`]) from this process's blocks' sums (in
+    /// block order): added in block order whatever the processes, so that a job's bits do not
+    /// depend on how the blocks are spread over them.
+    pub(crate) fn gauge(&mut self, local: Vec<GaugeSums>) -> Result<f64, BackendError> {
+        let ids = self.blocks.iter().map(|(id, _)| *id);
+        let local = ids.zip(local).map(|(id, g)| (id, vec![g.resid, g.weight]));
+        let all = every_block(self.decomposition.count(), 2, local, &mut self.transport)?;
+        let mut sums = GaugeSums::default();
+        for s in all.chunks_exact(2) {
+            sums.add(GaugeSums {
+                resid: s[0],
+                weight: s[1],
+            });
+        }
+        Ok(sums.gauge())
+    }
+
     /// Gives every process `values` from the process owning block `block`.
-    fn share(&mut self, values: &mut [R], block: usize) -> Result<(), BackendError> {
+    pub(crate) fn share(&mut self, values: &mut [R], block: usize) -> Result<(), BackendError> {
         let root = self.transport.owner(block, self.extents.len());
         self.transport.broadcast(values, root)
     }
 
     /// `work` on every block of this process, the blocks in parallel; their results in block
     /// order.
-    fn each<U: Send>(
+    pub(crate) fn each<U: Send>(
         &mut self,
         work: impl Fn(&mut B) -> Result<U, BackendError> + Send + Sync,
     ) -> Result<Vec<U>, BackendError> {
@@ -206,7 +213,7 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Decomposed<B, T
     }
 
     /// Packs `what` on every face, moves the buffers, and unpacks them into the halos.
-    fn exchange(&mut self, what: Halos) -> Result<(), BackendError> {
+    pub(crate) fn exchange(&mut self, what: Halos) -> Result<(), BackendError> {
         let (faces, halos) = (&self.faces, &mut self.halos);
         B::batch(&mut self.blocks, |blocks| {
             for (halo, (b, face)) in halos.iter_mut().zip(faces) {
@@ -235,7 +242,7 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Decomposed<B, T
 
 /// What a halo exchange moves.
 #[derive(Clone, Copy)]
-enum Halos {
+pub(crate) enum Halos {
     /// The current state.
     State,
     /// The implicit relaxation's increments.
@@ -368,15 +375,27 @@ pub(crate) fn residuals_in_block_order<R: Real, T: Transport<R>>(
     local: impl IntoIterator<Item = (usize, Residuals)>,
     transport: &mut T,
 ) -> Result<Residuals, BackendError> {
-    let count = d.count();
-    let mut all = vec![0.0; count * equations];
-    for (id, r) in local {
-        all[id * equations..][..equations].copy_from_slice(&r.sum_sq);
-    }
-    transport.sum(&mut all)?;
+    let local = local.into_iter().map(|(id, r)| (id, r.sum_sq));
+    let all = every_block(d.count(), equations, local, transport)?;
     let blocks = all.chunks_exact(equations).map(|sums| Residuals {
         sum_sq: sums.to_vec(),
         nodes: 0,
     });
     Ok(d.sum_residuals(equations, blocks))
+}
+
+/// Every block's `width` values in every process, block after block, from this process's
+/// blocks' (`(id, values)`): an all-reduce in which the other processes add zeros, exactly.
+pub(crate) fn every_block<R: Real, T: Transport<R>>(
+    count: usize,
+    width: usize,
+    local: impl IntoIterator<Item = (usize, Vec<f64>)>,
+    transport: &mut T,
+) -> Result<Vec<f64>, BackendError> {
+    let mut all = vec![0.0; count * width];
+    for (id, values) in local {
+        all[id * width..][..width].copy_from_slice(&values);
+    }
+    transport.sum(&mut all)?;
+    Ok(all)
 }

@@ -3,7 +3,7 @@
 //! smoother that works: the explicit step's smoothing is too weak below two levels). The
 //! hierarchy takes every other node of the level above; boundary nodes carry the walls' data
 //! on every level, so the transfers act on interior nodes and leave boundary nodes to
-//! injection. One block only, for now.
+//! injection.
 //!
 //! - [`levels`]: node counts per axis of each level, finest first.
 //! - [`inject`]: a fine grid's values at the coarse grid's nodes (the FAS start of a coarse
@@ -20,9 +20,15 @@
 //!   coarse residual of the injected state. The CPU's levels move fields on the host; the
 //!   CUDA backend's (`crate::cuda`) stay on the device.
 //! - [`Fas`]: the V- and W-cycles and the full-multigrid start over any [`Level`].
+//! - `blocks`: levels cut into blocks, in one process or over MPI processes.
 use crate::cpu::CpuBackend;
-use crate::{Multigrid, Problem};
-use ferroflow_core::{Backend, BackendError, Fields, Layout, ProblemError, Real, Residuals};
+use crate::{InitialRule, Multigrid, Problem};
+
+mod blocks;
+pub use blocks::level_cuts;
+use ferroflow_core::{
+    Backend, BackendError, Fields, Layout, Points, ProblemError, Real, Residuals, Snapshot,
+};
 use std::sync::Arc;
 
 /// Node counts per axis of each level of a grid of `n` nodes per axis (`dim` active axes),
@@ -46,13 +52,15 @@ pub fn levels(dim: usize, n: [usize; 3], min: usize, max: usize) -> Vec<[usize; 
     }
 }
 
-/// Checks that `coarse` is the grid of every other node of `fine`.
+/// Checks that `coarse` is the grid of every other node of `fine`: node i of `coarse` is node
+/// 2i of `fine`. A block of a decomposed level may end one fine node short of its coarse
+/// twin's last node (where it ends at a cut: that node is the neighbour's).
 fn check_pair(fine: &Layout, coarse: &Layout) {
     assert_eq!(fine.dim, coarse.dim, "levels of one grid");
     for a in 0..fine.dim {
-        assert_eq!(
-            fine.n[a],
-            2 * (coarse.n[a] - 1) + 1,
+        let twins = 2 * (coarse.n[a] - 1);
+        assert!(
+            fine.n[a] == twins + 1 || fine.n[a] == twins,
             "every other node on axis {a}"
         );
     }
@@ -72,11 +80,35 @@ pub fn inject<R: Real>(fine: &Fields<R>, coarse: &mut Fields<R>) {
             "every s-th node on axis {a}"
         );
     }
+    inject_twins(fine, coarse, step);
+}
+
+/// Node i of `coarse` from node `step` · i of `fine`, where `fine` has it (a block's last
+/// coarse node at a cut has no twin in the block: its halo brings it).
+fn inject_twins<R: Real>(fine: &Fields<R>, coarse: &mut Fields<R>, step: [usize; 3]) {
+    let (fl, cl) = (fine.layout, coarse.layout);
     for (c, f) in coarse.vars.iter_mut().zip(&fine.vars) {
         cl.for_each_node(|i, j, k, o| {
-            let [fi, fj, fk] = [i * step[0], j * step[1], k * step[2]].map(|x| x as isize);
-            c[o] = f[fl.index(fi, fj, fk)];
+            let twin = [i * step[0], j * step[1], k * step[2]];
+            if (0..3).all(|a| twin[a] < fl.n[a]) {
+                let [fi, fj, fk] = twin.map(|x| x as isize);
+                c[o] = f[fl.index(fi, fj, fk)];
+            }
         });
+    }
+}
+
+/// A fine level's values at the twins of the next coarser level's nodes: [`inject`] between
+/// neighbouring levels, for blocks of decomposed levels too ([`check_pair`]).
+pub fn inject_pair<R: Real>(fine: &Fields<R>, coarse: &mut Fields<R>) {
+    check_pair(&fine.layout, &coarse.layout);
+    inject_twins(fine, coarse, step(&coarse.layout));
+}
+
+/// `a` − `b`, node by node, into `a` (same layout).
+fn subtract<R: Real>(a: &mut Fields<R>, b: &Fields<R>) {
+    for (a, b) in a.vars.iter_mut().zip(&b.vars) {
+        a.iter_mut().zip(b).for_each(|(a, b)| *a = *a - *b);
     }
 }
 
@@ -166,10 +198,13 @@ fn interpolate_into<R: Real>(coarse: &Fields<R>, fine: &mut Fields<R>, add: bool
 
 /// The problem of a coarser level of `fine`'s grid, `n` nodes per axis: the same fluid,
 /// numerics and walls, its initial state and source term (a manufactured solution's)
-/// injected from `fine`'s.
+/// injected from `fine`'s, and its initial rule, if any, `fine`'s at the twin nodes. Without
+/// `values` a problem with a rule leaves the whole grid's initial state unwritten (the blocks
+/// of a decomposed level take theirs from the rule).
 pub fn coarse_problem<R: Real>(
     fine: &Problem<R>,
     n: [usize; 3],
+    values: bool,
 ) -> Result<Problem<R>, ProblemError> {
     let dim = fine.layout.dim;
     let layout = Layout::new(dim, n);
@@ -178,10 +213,19 @@ pub fn coarse_problem<R: Real>(
         lengths[a] = fine.spacing[a] * (fine.layout.n[a] - 1) as f64;
     }
     let mut initial = Fields::zeros(layout, fine.equations());
-    inject(&fine.initial, &mut initial);
+    if values || fine.rule.is_none() {
+        inject(&fine.initial, &mut initial);
+    }
     let mut p = Problem::new(layout, lengths, fine.physics, fine.numerics, initial)?;
     p.energy = fine.energy;
     p.sides = fine.sides;
+    p.rule = fine.rule.as_ref().map(|rule| {
+        let step: [usize; 3] = std::array::from_fn(|a| (fine.layout.n[a] - 1) / (n[a] - 1).max(1));
+        let rule = Arc::clone(&rule.0);
+        InitialRule(Arc::new(move |node: [usize; 3], out: &mut [f64]| {
+            rule(std::array::from_fn(|a| node[a] * step[a]), out)
+        }))
+    });
     if let Some(source) = &fine.source {
         let mut coarse = Fields::zeros(layout, source.vars.len());
         inject(source, &mut coarse);
@@ -199,7 +243,7 @@ pub const MIN_COARSE_NODES: usize = 9;
 /// What a level of the cycle does besides iterating, on its backend's own memory (the host's,
 /// or a GPU's, where the whole hierarchy stays): the transfers between it and the next
 /// coarser level, and its forcing.
-pub trait Level: Backend + Send + Sized {
+pub trait Level: Backend + Sized {
     /// The coarser level's state at the start of its correction, kept until
     /// [`Level::correct`] (on a GPU it stays on the device).
     type Start;
@@ -222,10 +266,41 @@ pub trait Level: Backend + Send + Sized {
         start: Self::Start,
         reference: usize,
     ) -> Result<(), BackendError>;
+
+    /// Replaces this level's interior by the interpolation of `coarse`'s state, its pressure
+    /// shifted so that the node at offset `reference` keeps its value (the full-multigrid
+    /// start; once per run, so through the host).
+    fn interpolate_from(
+        &mut self,
+        coarse: &mut Self,
+        reference: usize,
+    ) -> Result<(), BackendError> {
+        let coarse = coarse.download()?;
+        let mut state = self.download()?;
+        let before = state.vars[0][reference];
+        prolong(&coarse, &mut state);
+        let shift = state.vars[0][reference] - before;
+        state.vars[0].iter_mut().for_each(|p| *p = *p - shift);
+        self.upload(&state)
+    }
+
+    /// Runs `work` (cycles) on `fas` where its levels' kernels, called many times in a row,
+    /// dispatch fastest. By default, here.
+    fn batch<T: Send>(fas: &mut Fas<Self>, work: impl FnOnce(&mut Fas<Self>) -> T + Send) -> T {
+        work(fas)
+    }
 }
 
 impl<R: Real> Level for CpuBackend<R> {
     type Start = Fields<R>;
+
+    /// On the levels' threads, so that each level's parallel passes start there instead of
+    /// handing over from another thread (which cost a W-cycle 2.3x its arithmetic on a 257²
+    /// grid).
+    fn batch<T: Send>(fas: &mut Fas<Self>, work: impl FnOnce(&mut Fas<Self>) -> T + Send) -> T {
+        let pool = Arc::clone(fas.finest().pool());
+        pool.install(|| work(fas))
+    }
 
     fn set_source(&mut self, source: Option<&Fields<R>>) -> Result<(), BackendError> {
         CpuBackend::set_source(self, source.cloned())
@@ -241,12 +316,7 @@ impl<R: Real> Level for CpuBackend<R> {
         let start = coarse.download()?;
         let mut forcing = Fields::zeros(start.layout, start.vars.len());
         restrict(&residual, &mut forcing);
-        let own = coarse.residual_field();
-        for (f, r) in forcing.vars.iter_mut().zip(&own.vars) {
-            for (f, r) in f.iter_mut().zip(r) {
-                *f = *f - *r;
-            }
-        }
+        subtract(&mut forcing, &coarse.residual_field());
         CpuBackend::set_source(coarse, Some(forcing))?;
         Ok(start)
     }
@@ -258,11 +328,7 @@ impl<R: Real> Level for CpuBackend<R> {
         reference: usize,
     ) -> Result<(), BackendError> {
         let mut change = coarse.download()?;
-        for (c, s) in change.vars.iter_mut().zip(&start.vars) {
-            for (c, s) in c.iter_mut().zip(s) {
-                *c = *c - *s;
-            }
-        }
+        subtract(&mut change, &start);
         let level = change.vars[0][reference];
         change.vars[0].iter_mut().for_each(|p| *p = *p - level);
         let mut state = self.download()?;
@@ -289,10 +355,6 @@ pub struct Fas<L: Level> {
     /// Whether the full-multigrid start is still to come (the first cycle of a run that did
     /// not start from a given state).
     start: bool,
-    /// The CPU levels' threads: a cycle runs on them, so that each level's parallel passes
-    /// start there instead of handing over from another thread (which cost a W-cycle 2.3x
-    /// its arithmetic on a 257² grid).
-    pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl<R: Real> Fas<CpuBackend<R>> {
@@ -301,9 +363,8 @@ impl<R: Real> Fas<CpuBackend<R>> {
         problem: &Problem<R>,
         pool: Arc<rayon::ThreadPool>,
     ) -> Result<Fas<CpuBackend<R>>, BackendError> {
-        let on = Arc::clone(&pool);
-        Fas::over(problem, Some(pool), move |p, _| {
-            CpuBackend::on(p, Arc::clone(&on))
+        Fas::over(problem, true, move |p, _| {
+            CpuBackend::on(p, Arc::clone(&pool))
         })
     }
 }
@@ -311,10 +372,11 @@ impl<R: Real> Fas<CpuBackend<R>> {
 impl<L: Level> Fas<L> {
     /// The levels of `problem`'s grid ([`levels`] down to [`MIN_COARSE_NODES`], at most
     /// `problem.numerics.multigrid.levels`), each made by `make` from its problem (and
-    /// whether it is a coarse level); a cycle runs on `pool`, if any.
+    /// whether it is a coarse level); `values`: whether coarse problems hold their whole
+    /// grid's initial state ([`coarse_problem`]).
     pub fn over(
         problem: &Problem<L::Real>,
-        pool: Option<Arc<rayon::ThreadPool>>,
+        values: bool,
         mut make: impl FnMut(&Problem<L::Real>, bool) -> Result<L, BackendError>,
     ) -> Result<Fas<L>, BackendError> {
         let cycle = problem.numerics.multigrid;
@@ -324,10 +386,12 @@ impl<L: Level> Fas<L> {
             let coarse = n != problem.layout.n;
             let p = match coarse {
                 false => problem.clone(),
-                true => coarse_problem(problem, n).map_err(|e| BackendError::NotSuitable {
-                    backend: "multigrid",
-                    what: format!("a coarse level: {e}"),
-                })?,
+                true => {
+                    coarse_problem(problem, n, values).map_err(|e| BackendError::NotSuitable {
+                        backend: "multigrid",
+                        what: format!("a coarse level: {e}"),
+                    })?
+                }
             };
             references.push(p.pressure_ref_offset());
             backends.push(make(&p, coarse)?);
@@ -339,7 +403,6 @@ impl<L: Level> Fas<L> {
             references,
             cycle,
             start: cycle.fmg,
-            pool,
         })
     }
 
@@ -423,17 +486,11 @@ impl<L: Level> Fas<L> {
         Ok(initial)
     }
 
-    /// Replaces level `l`'s interior by the interpolation of level `l + 1`'s state, its
-    /// pressure shifted so that the reference node keeps its value (once per run: through
-    /// the host).
+    /// Replaces level `l`'s interior by the interpolation of level `l + 1`'s state
+    /// ([`Level::interpolate_from`]).
     fn interpolate_up(&mut self, l: usize) -> Result<(), BackendError> {
-        let coarse = self.levels[l + 1].download()?;
-        let mut state = self.levels[l].download()?;
-        let before = state.vars[0][self.references[l]];
-        prolong(&coarse, &mut state);
-        let shift = state.vars[0][self.references[l]] - before;
-        state.vars[0].iter_mut().for_each(|p| *p = *p - shift);
-        self.levels[l].upload(&state)
+        let (fine, coarse) = self.levels[l..].split_at_mut(1);
+        fine[0].interpolate_from(&mut coarse[0], self.references[l])
     }
 
     fn cycle_from(&mut self, l: usize) -> Result<Residuals, BackendError> {
@@ -483,10 +540,7 @@ impl<L: Level> Backend for Fas<L> {
 
     /// `iterations` cycles.
     fn advance(&mut self, iterations: usize) -> Result<Residuals, BackendError> {
-        match self.pool.clone() {
-            Some(pool) => pool.install(|| self.cycles(iterations)),
-            None => self.cycles(iterations),
-        }
+        L::batch(self, move |fas| fas.cycles(iterations))
     }
 
     fn layout(&self) -> Layout {
@@ -501,6 +555,20 @@ impl<L: Level> Backend for Fas<L> {
     fn upload(&mut self, fields: &Fields<L::Real>) -> Result<(), BackendError> {
         self.start = false;
         self.levels[0].upload(fields)
+    }
+
+    fn pieces(&mut self) -> Result<Vec<Snapshot<L::Real>>, BackendError> {
+        self.levels[0].pieces()
+    }
+
+    fn piece_points(&self) -> Vec<Points> {
+        self.levels[0].piece_points()
+    }
+
+    /// As [`Fas::upload`].
+    fn restore_pieces(&mut self, pieces: &[Snapshot<L::Real>]) -> Result<(), BackendError> {
+        self.start = false;
+        self.levels[0].restore_pieces(pieces)
     }
 }
 

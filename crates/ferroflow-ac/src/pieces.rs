@@ -194,7 +194,16 @@ mod tests {
             (3, [9, 10, 11], [2, 2, 2]),
             (3, [9, 10, 11], [1, 3, 2]),
         ] {
-            let d = Decomposition { dim, n, blocks };
+            // Fewer nodes per block than a run allows: the pieces' arithmetic at its edges.
+            let d = Decomposition {
+                dim,
+                n,
+                blocks,
+                starts: [0, 1, 2].map(|a| match a < dim {
+                    true => Decomposition::even(n[a], blocks[a]),
+                    false => vec![0, 1],
+                }),
+            };
             let layout = Layout::new(dim, n);
             let mut whole = Fields::<f64>::zeros(layout, 2);
             for (var, a) in whole.vars.iter_mut().enumerate() {

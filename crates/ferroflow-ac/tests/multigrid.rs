@@ -236,3 +236,70 @@ fn manufactured_solutions_keep_their_errors_under_multigrid() {
         previous = Some((h, u));
     }
 }
+
+/// Converges `mg` by cycles to `tolerance` of the first residual; its state and the cycles.
+fn converged<L: ferroflow_ac::multigrid::Level<Real = f64>>(
+    mg: &mut Fas<L>,
+    tolerance: f64,
+) -> (Fields<f64>, usize) {
+    let first = largest(&mg.advance(1).unwrap().l2());
+    for cycle in 2..=300 {
+        if largest(&mg.advance(1).unwrap().l2()) < tolerance * first {
+            return (mg.download().unwrap(), cycle);
+        }
+    }
+    panic!("not converged in 300 cycles");
+}
+
+/// Every level cut into the same blocks (the blocks relax as any decomposed grid does:
+/// Jacobi across their interfaces) converges to the one-block answer, in about as many
+/// cycles: the lid-driven cavity, the heated cube (energy, 3D) and a manufactured solution
+/// (the source term cut to the blocks, its errors unchanged).
+#[test]
+fn levels_cut_into_blocks_converge_to_the_answer_of_one_block() {
+    use ferroflow_cases::mms::Manufactured;
+    use ferroflow_parallel::InProcess;
+    let pool = Arc::new(ferroflow_cpu::pool(2).unwrap());
+    let mut heated = ferroflow_cases::case::builtin("bdc3d").unwrap();
+    heated.mesh.nodes = vec![33, 33, 33];
+    heated.numerics.multigrid = 20;
+    let heated = heated.problem::<f64>().unwrap();
+    let mms = Manufactured::new(2);
+    let mms_problem = mms.problem::<f64>(33, cavity(5).numerics).unwrap();
+    for (name, problem, blocks, depth) in [
+        ("cavity 65²", cavity(65), [2, 2, 1], 4),
+        ("cavity 65², 3 blocks", cavity(65), [3, 1, 1], 3),
+        ("heated 33³", heated, [1, 2, 2], 3),
+        ("manufactured 33²", mms_problem, [1, 2, 1], 3),
+    ] {
+        let mut one = fas(&problem, &pool);
+        let (answer, cycles) = converged(&mut one, 1e-12);
+        let mut mg = Fas::blocks(&problem, blocks, InProcess, Arc::clone(&pool)).unwrap();
+        assert_eq!(mg.depth(), depth, "{name}: levels");
+        let (cut, cut_cycles) = converged(&mut mg, 1e-12);
+        println!("{name}: {cycles} cycles on one block, {cut_cycles} on {blocks:?}");
+        assert!(
+            cut_cycles <= cycles + cycles / 5 + 2,
+            "{name}: {cut_cycles} cycles on blocks against {cycles}"
+        );
+        let mut diff = 0.0f64;
+        answer.layout.for_each_node(|_, _, _, o| {
+            for (a, b) in answer.vars.iter().zip(&cut.vars) {
+                diff = diff.max((a[o] - b[o]).abs());
+            }
+        });
+        assert!(
+            diff < 1e-9,
+            "{name}: blocks and one block differ by {diff:e}"
+        );
+        if name.starts_with("manufactured") {
+            let (a, b) = (mms.errors(&problem, &answer), mms.errors(&problem, &cut));
+            for ((a, _), (b, _)) in a.iter().zip(&b) {
+                assert!(
+                    (a - b).abs() <= 1e-8 * a,
+                    "{name}: L2 error {b:e} against {a:e}"
+                );
+            }
+        }
+    }
+}

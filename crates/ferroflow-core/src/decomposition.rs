@@ -35,6 +35,9 @@ pub struct Decomposition {
     pub n: [usize; 3],
     /// Blocks per axis (1 on an inactive axis).
     pub blocks: [usize; 3],
+    /// Per axis, the first node each block owns, then the last wall node (blocks + 1 entries;
+    /// [0, 1] on an inactive axis).
+    pub starts: [Vec<usize>; 3],
 }
 
 /// Where one block sits in the grid.
@@ -180,18 +183,65 @@ impl Decomposition {
     /// grid is smaller than [`MIN_NODES`] along an axis, or a block would own fewer than
     /// [`MIN_OWNED`] nodes along one.
     pub fn new(dim: usize, n: [usize; 3], blocks: [usize; 3]) -> Result<Self, ProblemError> {
+        Decomposition::with_starts(dim, n, blocks, |d, b| Decomposition::even(n[d], b))
+    }
+
+    /// The first node each of `blocks` blocks owns along an axis of `n` nodes, then the last
+    /// wall node: the nodes the scheme updates, 1 to n − 2, split as evenly as possible.
+    pub fn even(n: usize, blocks: usize) -> Vec<usize> {
+        (0..=blocks).map(|c| 1 + c * (n - 2) / blocks).collect()
+    }
+
+    /// As [`Decomposition::new`], the cuts before nodes `1 + align · m` (m whole): each block
+    /// owns whole runs of `align` nodes (the last block one fewer), as evenly as they share
+    /// out, so that the blocks of a multigrid level coarsen into the blocks of the next
+    /// ([`Decomposition::coarsened`]) as often as `align` halves. Needs `align` to divide
+    /// n − 1 on every cut axis.
+    pub fn aligned(
+        dim: usize,
+        n: [usize; 3],
+        blocks: [usize; 3],
+        align: usize,
+    ) -> Result<Self, ProblemError> {
+        Decomposition::with_starts(dim, n, blocks, |d, b| {
+            let runs = (n[d] - 1) / align;
+            assert!(
+                b == 1 || runs * align == n[d] - 1,
+                "axis {d}: runs of {align} nodes"
+            );
+            let mut s: Vec<usize> = (0..b).map(|c| 1 + align * (c * runs / b)).collect();
+            s.push(n[d] - 1);
+            s
+        })
+    }
+
+    /// The cut `starts(axis, blocks)` gives on each active axis, checked.
+    fn with_starts(
+        dim: usize,
+        n: [usize; 3],
+        blocks: [usize; 3],
+        starts: impl Fn(usize, usize) -> Vec<usize>,
+    ) -> Result<Self, ProblemError> {
         let mut blocks = blocks;
+        let mut cuts = [vec![0, 1], vec![0, 1], vec![0, 1]];
         for d in 0..3 {
             if d >= dim {
                 blocks[d] = 1;
-            } else if n[d] < MIN_NODES {
+                continue;
+            }
+            if n[d] < MIN_NODES {
                 // Too small for one block: the grid is at fault, not the cut.
                 return Err(ProblemError::GridTooSmall {
                     axis: d,
                     nodes: n[d],
                     min: MIN_NODES,
                 });
-            } else if blocks[d] == 0 || (n[d] - 2) / blocks[d] < MIN_OWNED {
+            }
+            let few = |s: &[usize]| s.windows(2).any(|w| w[1] < w[0] + MIN_OWNED);
+            if blocks[d] == 0 || (n[d] - 2) / blocks[d] < MIN_OWNED || {
+                cuts[d] = starts(d, blocks[d]);
+                few(&cuts[d])
+            } {
                 return Err(ProblemError::OutOfRange {
                     name: "parallel.blocks",
                     value: blocks[d] as f64,
@@ -199,7 +249,39 @@ impl Decomposition {
                 });
             }
         }
-        Ok(Decomposition { dim, n, blocks })
+        Ok(Decomposition {
+            dim,
+            n,
+            blocks,
+            starts: cuts,
+        })
+    }
+
+    /// The same blocks over the grid of every other node (a multigrid level's next coarser
+    /// one): each block owns the coarse twins of its fine nodes (node 2i is node i there), so
+    /// block origins halve and the transfers between two levels stay within a block and its
+    /// halo. Errors where a cut is not before an odd node or a block would own too few nodes.
+    pub fn coarsened(&self) -> Result<Decomposition, ProblemError> {
+        let mut n = self.n;
+        for d in 0..self.dim {
+            n[d] = (n[d] - 1) / 2 + 1;
+        }
+        let odd = (0..self.dim).all(|d| {
+            let inner = &self.starts[d][1..self.blocks[d]];
+            (self.n[d] - 1).is_multiple_of(2) && inner.iter().all(|s| s % 2 == 1)
+        });
+        if !odd {
+            return Err(ProblemError::OutOfRange {
+                name: "parallel.blocks",
+                value: self.count() as f64,
+                allowed: "cuts of a grid that coarsens (before odd nodes of an odd count)",
+            });
+        }
+        Decomposition::with_starts(self.dim, n, self.blocks, |d, b| {
+            let mut s: Vec<usize> = self.starts[d][..b].iter().map(|s| s.div_ceil(2)).collect();
+            s.push(n[d] - 1);
+            s
+        })
     }
 
     /// Cuts the grid into `count` blocks, as evenly as possible: the factorisation with the
@@ -276,11 +358,8 @@ impl Decomposition {
         let mut n = [1; 3];
         let mut neighbours = [None; 6];
         for d in 0..self.dim {
-            // Updated nodes 1..N-1 split as evenly as possible; the layout adds one node on
-            // each side.
-            let inner = self.n[d] - 2;
-            let start = |c: usize| 1 + c * inner / b[d];
-            let (s, e) = (start(coords[d]), start(coords[d] + 1));
+            // The layout adds one node on each side of the owned ones.
+            let (s, e) = (self.starts[d][coords[d]], self.starts[d][coords[d] + 1]);
             origin[d] = s - 1;
             n[d] = e - s + 2;
             let step = [1, b[0], b[0] * b[1]][d];
@@ -590,5 +669,37 @@ mod tests {
         assert_eq!(d.owner([7, 7, 0]), (0, [7, 7, 0]));
         assert_eq!(d.owner([8, 8, 0]), (3, [1, 1, 0]));
         assert_eq!(d.owner([9, 7, 0]), (1, [2, 7, 0]));
+    }
+
+    #[test]
+    fn aligned_blocks_coarsen_into_the_blocks_of_every_other_node() {
+        // 3 blocks of 129 nodes along x, 2 of 65 along y: cuts before 1 + 8m, three levels.
+        let mut d = Decomposition::aligned(3, [129, 65, 33], [3, 2, 1], 8).unwrap();
+        for _ in 0..3 {
+            let c = d.coarsened().unwrap();
+            assert_eq!(c.n, d.n.map(|x| (x - 1) / 2 + 1));
+            for (f, e) in d.extents().iter().zip(c.extents()) {
+                for a in 0..3 {
+                    // Origins halve (the coarse twin of a fine node 2i is node i, in each
+                    // block's own numbering too), and the coarse block spans the twins of
+                    // the fine one's nodes, its far side one coarse node on where the fine
+                    // block ends at a cut.
+                    assert_eq!(2 * e.origin[a], f.origin[a], "axis {a}");
+                    assert!(matches!(f.n[a] - 2 * (e.n[a] - 1), 0 | 1), "axis {a}");
+                    assert_eq!(f.neighbours, e.neighbours);
+                }
+            }
+            d = c;
+        }
+        // At the last level the cuts are before even nodes: no further coarsening.
+        assert!(d.coarsened().is_err());
+        // Whole runs share out evenly; where they leave a block too few nodes the cut is
+        // refused. The even split is unchanged.
+        let two = Decomposition::aligned(2, [33, 17, 1], [2, 1, 1], 8).unwrap();
+        assert_eq!(two.block(1).origin[0], 16);
+        assert!(Decomposition::aligned(2, [17, 17, 1], [3, 1, 1], 8).is_err());
+        let even = Decomposition::new(2, [33, 17, 1], [2, 1, 1]).unwrap();
+        assert_eq!(even.starts[0], [1, 16, 32]);
+        assert!(even.coarsened().is_err());
     }
 }

@@ -164,7 +164,7 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
 
 /// The CPU backend: one block, or this process's blocks one after the other, on one pool of
 /// this process's threads.
-fn cpu<R: Real, T: Transport<R> + 'static>(
+fn cpu<R: Real, T: Transport<R> + Clone + 'static>(
     problem: &Problem<R>,
     spec: &BackendSpec,
     decomposition: Decomposition,
@@ -176,7 +176,7 @@ fn cpu<R: Real, T: Transport<R> + 'static>(
         what: e.to_string(),
     })?;
     if problem.numerics.multigrid.levels > 1 {
-        return multigrid(problem, decomposition, threads);
+        return multigrid(problem, decomposition, transport, threads);
     }
     if decomposition.count() == 1 {
         let b = CpuBackend::new(problem, threads)?;
@@ -200,7 +200,7 @@ fn cpu<R: Real, T: Transport<R> + 'static>(
     Ok((Box::new(b), line))
 }
 
-/// Refuses what the multigrid cycle cannot run: a grid cut into blocks, the explicit method.
+/// Refuses what the multigrid cycle cannot run: GPU blocks, the explicit method.
 fn multigrid_suits<R: Real>(
     problem: &Problem<R>,
     decomposition: &Decomposition,
@@ -212,8 +212,8 @@ fn multigrid_suits<R: Real>(
             what: format!("numerics.multigrid > 1 {what}"),
         })
     };
-    if decomposition.count() > 1 {
-        return refuse("on a grid cut into blocks (one block only, for now)");
+    if decomposition.count() > 1 && backend == "cuda" {
+        return refuse("on a grid cut into blocks on GPUs (one GPU block only, for now)");
     }
     if problem.numerics.method == Method::Explicit {
         return refuse(
@@ -255,18 +255,29 @@ fn multigrid_line<R: Real, L: Level<Real = R>>(
     )
 }
 
-/// The multigrid cycle on the CPU, one block of the implicit method; the line names the
-/// levels.
-fn multigrid<R: Real>(
+/// The multigrid cycle of the implicit method on the CPU, on one block or on every level cut
+/// into the decomposition's blocks; the line names the levels.
+fn multigrid<R: Real, T: Transport<R> + Clone + 'static>(
     problem: &Problem<R>,
     decomposition: Decomposition,
+    transport: T,
     threads: usize,
 ) -> Result<Chosen<R>, BackendError> {
     multigrid_suits(problem, &decomposition, "cpu")?;
-    let b = Fas::new(problem, Arc::new(ferroflow_cpu::pool(threads)?))?;
-    let head = format!(
-        "cpu, {threads} thread{}",
-        if threads == 1 { "" } else { "s" }
+    let pool = Arc::new(ferroflow_cpu::pool(threads)?);
+    let threads = format!("{threads} thread{}", if threads == 1 { "" } else { "s" });
+    if decomposition.count() == 1 {
+        let b = Fas::new(problem, pool)?;
+        let line = multigrid_line(problem, &b, &format!("cpu, {threads}"), false);
+        return Ok((Box::new(b), line));
+    }
+    let processes = transport.rank_size().1;
+    let b = Fas::blocks(problem, decomposition.blocks, transport, pool)?;
+    let head = cut_line(
+        "cpu",
+        &decomposition,
+        &format!("{threads} shared"),
+        processes,
     );
     let line = multigrid_line(problem, &b, &head, false);
     Ok((Box::new(b), line))

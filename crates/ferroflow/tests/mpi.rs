@@ -325,6 +325,78 @@ mod under_mpirun {
         assert_same_files(&one, &two, ["centerline_u.csv"]);
     }
 
+    /// Multigrid with every level cut into 4 blocks over 2 processes: the cycles, residual
+    /// norms, profiles and fields of the same blocks in one process, bit for bit (the gauge's
+    /// and the norms' sums are added in block order), also after a restart from the
+    /// processes' checkpoint.
+    #[test]
+    #[ignore = "needs mpirun: run with --ignored, see README.md"]
+    fn multigrid_levels_in_blocks_over_processes_are_those_of_one_process() {
+        let tmp = TempDir::new().unwrap();
+        let common = [
+            "run",
+            "-q",
+            "--set",
+            "mesh.nodes=[65,65]",
+            "--set",
+            "numerics.multigrid=20",
+            "--set",
+            "numerics.check_interval=1",
+            "--set",
+            "output.checkpoint_interval=10",
+            "--blocks",
+            "2,2",
+        ];
+        let one = |out: &str, extra: &[&str]| {
+            cargo_bin_cmd!("ferroflow")
+                .current_dir(tmp.path())
+                .args(common)
+                .args(extra)
+                .args(["--out", out])
+                .assert()
+                .success();
+        };
+        let two = |out: &str, extra: &[&str]| {
+            let args = [&common[..], extra, &["--out", out]].concat();
+            let done = mpirun(tmp.path(), 2, &args).output().unwrap();
+            assert!(done.status.success(), "{}", stderr(&done));
+        };
+        one("one", &[]);
+        two("two", &[]);
+        let (a, b) = (tmp.path().join("one"), tmp.path().join("two"));
+        let log = fs::read_to_string(b.join("run.log")).unwrap();
+        assert!(log.contains("over 2 MPI processes"), "{log}");
+        assert!(log.contains("4 levels [65, 65]"), "{log}");
+        let cycles = summary(&a)["iterations"].as_u64().unwrap();
+        assert!(cycles < 100, "{cycles} cycles");
+        assert_eq!(summary(&b)["iterations"], cycles);
+        read_back_as(&a, &b, "f64");
+        assert_same_files(
+            &a,
+            &b,
+            ["centerline_u.csv", "centerline_v.csv", "residuals.csv"],
+        );
+        // Stopped at 20 cycles and restarted in 2 processes from their pieces: the run of one
+        // process to the end.
+        let stop = ["--set", "numerics.max_iterations=20"];
+        two("first", &stop);
+        let restart = [
+            "run",
+            "-q",
+            "--restart",
+            "first/checkpoint.ffcp",
+            "--set",
+            "numerics.max_iterations=100000",
+            "--out",
+            "again",
+        ];
+        let done = mpirun(tmp.path(), 2, &restart).output().unwrap();
+        assert!(done.status.success(), "{}", stderr(&done));
+        let again = tmp.path().join("again");
+        assert_eq!(summary(&again)["iterations"], cycles);
+        assert_same_files(&a, &again, ["centerline_u.csv", "centerline_v.csv"]);
+    }
+
     #[test]
     #[ignore = "needs mpirun: run with --ignored, see README.md"]
     fn a_failure_ends_every_process_with_one_code_and_one_message() {

@@ -117,6 +117,11 @@ impl<R: Real> CpuBackend<R> {
         Ok(backend)
     }
 
+    /// The pool the backend runs on.
+    pub fn pool(&self) -> &Arc<rayon::ThreadPool> {
+        &self.pool
+    }
+
     /// Number of worker threads.
     pub fn threads(&self) -> usize {
         self.pool.current_num_threads()
@@ -125,6 +130,15 @@ impl<R: Real> CpuBackend<R> {
     /// The scheme's residual R(Q) of the current state, source term included, at the interior
     /// nodes (zero elsewhere): what multigrid restricts to a coarser level.
     pub fn residual_field(&self) -> Fields<R> {
+        let (mut out, weights, gauge) = self.unprojected_residual();
+        step::project(&mut out, &weights, gauge.gauge());
+        out
+    }
+
+    /// [`CpuBackend::residual_field`] before the projection of its continuity residual, the
+    /// weights 1 / Δτ, and this block's sums for the whole grid's gauge (a block of a
+    /// decomposed grid projects with all blocks' sums: [`CpuBackend::project_residual`]).
+    pub fn unprojected_residual(&self) -> (Fields<R>, Vec<R>, GaugeSums) {
         let mut out = Fields::zeros(self.cur.layout, self.cur.vars.len());
         let (c, cur, src, t) = (
             &self.coeffs,
@@ -132,9 +146,16 @@ impl<R: Real> CpuBackend<R> {
             self.source.as_ref(),
             self.temperature.is_some(),
         );
-        self.pool
+        let (weights, gauge) = self
+            .pool
             .install(|| step::residual_field(c, cur, &mut out, src, t));
-        out
+        (out, weights, gauge)
+    }
+
+    /// Projects the continuity residual of [`CpuBackend::unprojected_residual`] with the
+    /// whole grid's `gauge` ([`GaugeSums::gauge`]).
+    pub fn project_residual(residual: &mut Fields<R>, weights: &[R], gauge: f64) {
+        step::project(residual, weights, gauge);
     }
 
     /// Replaces the source term (a multigrid level's forcing); `None` removes it.
@@ -350,7 +371,7 @@ impl<R: Real> ImplicitBlock<R> for CpuBackend<R> {
 }
 
 /// Packs the values of `fields` that `face` sends into `buf`, in the buffer's precision.
-fn pack<T: Real, R: Real>(fields: &Fields<T>, face: &Face, buf: &mut [R]) {
+pub(crate) fn pack<T: Real, R: Real>(fields: &Fields<T>, face: &Face, buf: &mut [R]) {
     let rows = face.rows(&fields.layout, false);
     let parts = split_rows(buf, &rows);
     parts.into_par_iter().zip(&rows).for_each(|(part, r)| {
@@ -362,7 +383,7 @@ fn pack<T: Real, R: Real>(fields: &Fields<T>, face: &Face, buf: &mut [R]) {
 }
 
 /// Writes `buf` into the halo of `fields` that `face` receives.
-fn unpack<T: Real, R: Real>(fields: &mut Fields<T>, face: &Face, buf: &[R]) {
+pub(crate) fn unpack<T: Real, R: Real>(fields: &mut Fields<T>, face: &Face, buf: &[R]) {
     // Rows of one variable never overlap: unpack variable by variable, rows in parallel.
     let rows = face.rows(&fields.layout, true);
     for (var, values) in fields.vars.iter_mut().enumerate().take(face.vars) {

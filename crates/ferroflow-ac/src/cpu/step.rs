@@ -4,7 +4,7 @@
 //! (a const generic, so that flows without it compile to the same code as before) adds T,
 //! its transport and its buoyancy in the momentum equations to the same pass.
 use crate::cpu::formulas::*;
-use crate::implicit::LaneSum;
+use crate::implicit::{GaugeSums, LaneSum};
 use crate::Coefficients as Coeffs;
 use ferroflow_core::{Fields, Layout, Real, Residuals};
 use rayon::prelude::*;
@@ -247,16 +247,16 @@ pub(crate) fn interior_pass<R: Real>(
 
 /// The scheme's residual R(Q) (with the source term, if any) of `cur` at every interior node
 /// into `out` (same layout; other nodes untouched): the rate of change one explicit step
-/// would scale by its local time step. The continuity residual is projected off the uniform
-/// pressure drift, R_p − c / Δτ with c = Σ R_p / Σ (1 / Δτ), as the implicit relaxation
-/// projects it: what both methods drive to zero (the reference shift takes the drift).
+/// would scale by its local time step. Returns the weights 1 / Δτ at every node and the
+/// gauge's sums: the continuity residual is to be projected off the uniform pressure drift
+/// ([`project`]), as the implicit relaxation projects it, with the sums of the whole grid.
 pub(crate) fn residual_field<R: Real>(
     c: &Coeffs<R>,
     cur: &Fields<R>,
     out: &mut Fields<R>,
     source: Option<&Fields<R>>,
     energy: bool,
-) {
+) -> (Vec<R>, GaugeSums) {
     macro_rules! go {
         ($d:literal, $s:literal, $e:literal, $k:literal) => {
             residual_rows::<R, $d, $s, $e, $k>(c, cur, out, source)
@@ -265,12 +265,21 @@ pub(crate) fn residual_field<R: Real>(
     for_variant!(cur.layout.dim, source.is_some(), energy, c.skew(), go)
 }
 
+/// R_p − c / Δτ with c the gauge ([`GaugeSums::gauge`]): what both methods drive to zero (the
+/// reference shift takes the drift).
+pub(crate) fn project<R: Real>(out: &mut Fields<R>, weights: &[R], gauge: f64) {
+    let drift = R::of(gauge);
+    for (r, w) in out.vars[0].iter_mut().zip(weights) {
+        *r = *r - drift * *w;
+    }
+}
+
 fn residual_rows<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool>(
     c: &Coeffs<R>,
     cur: &Fields<R>,
     out: &mut Fields<R>,
     source: Option<&Fields<R>>,
-) {
+) -> (Vec<R>, GaugeSums) {
     let l = cur.layout;
     let (q, src) = (var_slices(Some(cur)), var_slices(source));
     // The weights 1 / Δτ, as one more array written row by row.
@@ -315,10 +324,11 @@ fn residual_rows<R: Real, const D: usize, const SRC: bool, const E: bool, const 
         rp.add(r, s[0]);
         w.add(r, s[1]);
     }
-    let drift = R::of(rp.total() / w.total());
-    for (r, w) in out.vars[0].iter_mut().zip(&weights) {
-        *r = *r - drift * *w;
-    }
+    let gauge = GaugeSums {
+        resid: rp.total(),
+        weight: w.total(),
+    };
+    (weights, gauge)
 }
 
 /// Number of interior rows (fixed j, k) of a layout.

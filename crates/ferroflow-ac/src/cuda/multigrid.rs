@@ -23,7 +23,7 @@ pub fn multigrid<R: Real>(
     options: &CudaOptions,
 ) -> Result<Fas<CudaBackend<R>>, BackendError> {
     let mut device: Option<Device> = None;
-    Fas::over(problem, None, |p, coarse| {
+    Fas::over(problem, true, |p, coarse| {
         let with_source;
         let p = match coarse && p.source.is_none() {
             true => {

@@ -339,9 +339,12 @@ pub const KEYS: [KeyDoc; 49] = [
         "Most grid levels of the multigrid cycle (full-approximation scheme), the \
          finest included: each coarser level takes every other node while every axis has an \
          even number of intervals and keeps at least 9 nodes, and run.log says which levels \
-         are used. An iteration is then one cycle. 1: one grid. One block (no \
-         `[parallel]` cut), method `implicit` (the explicit step does not smooth enough), on \
-         the CPU or one GPU (every level and transfer on the device)",
+         are used. An iteration is then one cycle. 1: one grid. Method `implicit` (the \
+         explicit step does not smooth enough), on the CPU or one GPU (every level and \
+         transfer on the device). On the CPU the grid may be cut into blocks (`[parallel]`, \
+         in one process or over MPI processes): every level is cut into the same blocks, \
+         before nodes the coarsest level keeps, and the levels stop where a block would own \
+         fewer than 3 nodes along an axis",
     ),
     key(
         "numerics.multigrid_sweeps",

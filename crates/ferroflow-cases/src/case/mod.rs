@@ -1062,6 +1062,13 @@ impl Case {
             }
             d
         };
+        // Multigrid levels are cut into the same blocks, before nodes every level keeps.
+        let levels = self.numerics.multigrid;
+        let decomposition = match levels > 1 && decomposition.count() > 1 {
+            true => ferroflow_ac::multigrid::level_cuts(dim, n, decomposition.blocks, levels)?
+                .swap_remove(0),
+            false => decomposition,
+        };
         if decomposition.count() < processes {
             return Err(ProblemError::OutOfRange {
                 name: if p.blocks.is_empty() {
