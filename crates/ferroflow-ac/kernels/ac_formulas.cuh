@@ -33,6 +33,23 @@ __device__ __forceinline__ real_t second_difference(real_t m1, real_t c, real_t 
     return (m1 + p1 - (c + c)) * inv_h2;
 }
 
+// Fourth-order central first derivative (8 (p1 - m1) - (p2 - m2)) / 12h, inv_2h = 1 / 2h.
+__device__ __forceinline__ real_t central_difference_4(real_t m2, real_t m1, real_t p1, real_t p2,
+                                                       real_t inv_2h) {
+    return ((real_t)8 * (p1 - m1) - (p2 - m2)) * inv_2h * (real_t)(1.0 / 6.0);
+}
+
+// Fourth-order central second derivative (16 (m1 + p1) - (m2 + p2) - 30 c) / 12h^2.
+__device__ __forceinline__ real_t second_difference_4(real_t m2, real_t m1, real_t c, real_t p1,
+                                                      real_t p2, real_t inv_h2) {
+    return ((real_t)16 * (m1 + p1) - (m2 + p2) - (real_t)30 * c) * inv_h2 * (real_t)(1.0 / 12.0);
+}
+
+// Cubic extrapolation to the node beyond a from four nodes a, b, c, d going inward.
+__device__ __forceinline__ real_t extrapolate_cubic(real_t a, real_t b, real_t c, real_t d) {
+    return (real_t)4 * (a + c) - (real_t)6 * b - d;
+}
+
 // Rate of the local pseudo-time step: sum lambda_d / h_d + viscous rate + Peclet rate
 // (dt = cfl / rate).
 __device__ __forceinline__ real_t time_step_rate(real_t sum_lambda_over_h, real_t viscous_rate,

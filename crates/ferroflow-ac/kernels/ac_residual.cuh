@@ -26,6 +26,7 @@ struct Coeffs {
     real_t t_ref;
     real_t buoyancy[3];
     real_t divergence;  // weight of the divergence form in convection
+    real_t fourth;      // 1: fourth-order differences (the CPU's only, for now), 0: second
 };
 
 // Convection (advective form, plus c.divergence times its difference from the divergence

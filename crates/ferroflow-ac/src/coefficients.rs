@@ -1,4 +1,4 @@
-use crate::{Energy, Problem};
+use crate::{Differences, Energy, Problem};
 use ferroflow_core::Real;
 
 /// Per-run constants of the artificial-compressibility update in the run's precision,
@@ -37,12 +37,19 @@ pub struct Coefficients<R> {
     pub buoyancy: [R; 3],
     /// Weight of the divergence form in the convective terms (0: advective, ½: skew-symmetric).
     pub divergence: R,
+    /// 1 where the differences are of fourth order, 0 where of second.
+    pub fourth: R,
 }
 
 impl<R: Real> Coefficients<R> {
     /// Whether convection takes the divergence form's share (skew-symmetric).
     pub fn skew(&self) -> bool {
         self.divergence != R::zero()
+    }
+
+    /// Whether the differences are of fourth order.
+    pub fn fourth(&self) -> bool {
+        self.fourth != R::zero()
     }
 
     /// The constants of `problem`.
@@ -81,6 +88,10 @@ impl<R: Real> Coefficients<R> {
             t_ref: R::of(energy.t_ref),
             buoyancy: energy.buoyancy.map(R::of),
             divergence: R::of(num.convection.divergence_weight()),
+            fourth: R::of(match num.differences {
+                Differences::Second => 0.0,
+                Differences::Fourth => 1.0,
+            }),
         }
     }
 }

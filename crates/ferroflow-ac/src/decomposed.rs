@@ -76,7 +76,11 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Decomposed<B, T
             }
             for side in Side::ALL {
                 if let Some(neighbour) = e.neighbours[side as usize] {
-                    let face = Face { side, vars };
+                    let face = Face {
+                        side,
+                        vars,
+                        reach: p.halo_reach(),
+                    };
                     let len = face.len(&p.layout);
                     halos.push(Halo {
                         block: e.id,

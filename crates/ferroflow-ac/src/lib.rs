@@ -27,6 +27,6 @@ pub use decomposed::Decomposed;
 pub use iteration::AcKernels;
 pub use limits::{OutOfBounds, Unresolvable, BOUND_MARGIN};
 pub use problem::{
-    Convection, CycleShape, Energy, Implicit, InitialRule, Method, Multigrid, Numerics, Physics,
-    Problem, Relax, Relaxation, SideBc,
+    Convection, CycleShape, Differences, Energy, Implicit, InitialRule, Method, Multigrid,
+    Numerics, Physics, Problem, Relax, Relaxation, SideBc,
 };

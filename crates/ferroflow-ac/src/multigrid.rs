@@ -475,6 +475,10 @@ impl<L: Level> Fas<L> {
     fn full_start(&mut self) -> Result<Residuals, BackendError> {
         let initial = self.levels[0].advance(1)?;
         let last = self.levels.len() - 1;
+        if last == 0 {
+            // One level (a grid too small to coarsen): nothing to start from.
+            return Ok(initial);
+        }
         self.levels[last].set_source(self.sources[last].as_ref())?;
         self.levels[last].advance(self.cycle.coarsest)?;
         for l in (1..last).rev() {

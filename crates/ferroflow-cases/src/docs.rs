@@ -62,6 +62,7 @@ mod tests {
                     "boundary.<patch>.temperature",
                     "numerics.sweeps",
                     "numerics.implicit_cfl",
+                    "numerics.c4",
                 ];
                 assert!(unset.contains(&doc.key), "{}", doc.key);
                 continue;

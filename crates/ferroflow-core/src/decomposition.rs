@@ -14,12 +14,14 @@
 use crate::{BackendError, Fields, Layout, ProblemError, Real, Residuals, Side, MIN_NODES};
 use rayon::prelude::*;
 
-/// Halo width of variable `var` (0 = pressure): the reach of the stencils that read it.
-pub fn halo_width(var: usize) -> usize {
+/// Halo width of variable `var` (0 = pressure): the reach of the stencils that read it, the
+/// fourth-difference dissipation's two nodes for pressure, `reach` for the others (1 with
+/// second-order differences, 2 with fourth-order ones).
+pub fn halo_width(var: usize, reach: usize) -> usize {
     if var == 0 {
         2
     } else {
-        1
+        reach
     }
 }
 
@@ -81,6 +83,8 @@ pub struct Face {
     pub side: Side,
     /// Variables exchanged (p, velocity components, T).
     pub vars: usize,
+    /// How far the differences of the variables other than p reach ([`halo_width`]).
+    pub reach: usize,
 }
 
 /// Local node ranges `[lo, hi)` per axis of a box of nodes.
@@ -90,7 +94,7 @@ impl Face {
     /// Nodes of variable `var` this side sends (`receive = false`) or receives.
     pub fn region(&self, layout: &Layout, var: usize, receive: bool) -> Region {
         let a = self.side.axis();
-        let w = halo_width(var) as isize;
+        let w = halo_width(var, self.reach) as isize;
         let mut r: Region = [(0, 1); 3];
         for d in 0..layout.dim {
             r[d] = (1, layout.n[d] as isize - 1);
@@ -587,12 +591,15 @@ mod tests {
                     let other = d.block(nb);
                     let back = side.opposite();
                     assert_eq!(other.neighbours[back as usize], Some(b.id));
-                    let f = Face { side, vars: 5 };
-                    let g = Face {
-                        side: back,
-                        vars: 5,
-                    };
-                    assert_eq!(f.len(&b.layout(3)), g.len(&other.layout(3)));
+                    for reach in [1, 2] {
+                        let f = Face {
+                            side,
+                            vars: 5,
+                            reach,
+                        };
+                        let g = Face { side: back, ..f };
+                        assert_eq!(f.len(&b.layout(3)), g.len(&other.layout(3)));
+                    }
                 }
             }
         }

@@ -180,6 +180,7 @@ pub fn job(args: RunArgs, world: &World) -> Result<Job<'_>, Failure> {
         BackendKind::Cpu => false,
     };
     loaded.case.resolve_method(gpu, blocks);
+    loaded.case.resolve_dissipation();
     if let Some(r) = &restart {
         check_same_model(&r.file, &r.checkpoint, &loaded.case)?;
     }

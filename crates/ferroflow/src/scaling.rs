@@ -28,7 +28,7 @@ pub struct Traffic {
 }
 
 /// Each block's traffic when `vars` variables are exchanged (the halo widths of
-/// `decomposition::halo_width`).
+/// `decomposition::halo_width` with second-order differences, as on GPUs).
 pub fn traffic(d: &Decomposition, vars: usize) -> Vec<Traffic> {
     d.extents()
         .iter()
@@ -37,7 +37,14 @@ pub fn traffic(d: &Decomposition, vars: usize) -> Vec<Traffic> {
             let faces: Vec<usize> = Side::ALL
                 .into_iter()
                 .filter(|s| e.neighbours[*s as usize].is_some())
-                .map(|side| Face { side, vars }.len(&layout))
+                .map(|side| {
+                    Face {
+                        side,
+                        vars,
+                        reach: 1,
+                    }
+                    .len(&layout)
+                })
                 .collect();
             Traffic {
                 nodes: layout.interior_nodes(),

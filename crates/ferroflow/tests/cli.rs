@@ -75,11 +75,13 @@ fn default_run_writes_every_result_into_the_default_directory() {
     let resolved = fs::read_to_string(out.join("case.resolved.toml")).unwrap();
     let case = Case::from_toml(&resolved, "case.resolved.toml").unwrap();
     assert_eq!(case.mesh.nodes, [33, 33]);
-    // `numerics.method = "auto"` resolved to what ran.
+    // `numerics.method = "auto"` and the unset `numerics.c4` resolved to what ran.
     let mut default = builtin("cavity2d-re100").unwrap();
     default.resolve_method(false, 1);
+    default.resolve_dissipation();
     assert_eq!(case.numerics, default.numerics);
     assert_eq!(case.numerics.method, MethodKind::Implicit);
+    assert_eq!(case.numerics.c4, Some(0.02));
     let log = fs::read_to_string(out.join("run.log")).unwrap();
     assert!(log.contains("checkpoint_interval = 1000") && log.contains("converged after"));
 }
@@ -780,7 +782,7 @@ fn verify_mms_checks_its_output_first_and_says_pass_or_fail() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let verdict = stdout.lines().last().unwrap();
     assert!(
-        verdict.starts_with("FAIL: observed orders on n = 17 outside 2 ± 0.1: p L2 2.2"),
+        verdict.starts_with("FAIL: observed orders on n = 17 not within 2 ± 0.1: p L2 2.2"),
         "{stdout}"
     );
     let table = fs::read_to_string(tmp.path().join("coarse/mms.csv")).unwrap();
@@ -1088,8 +1090,10 @@ fn case_files_of_an_earlier_version_still_run() {
             text.contains("[mesh]") && text.contains("[boundary.xmax]"),
             "{text}"
         );
-        let name = file.trim_end_matches(".toml");
-        assert_eq!(Case::from_toml(&text, file), Ok(builtin(name).unwrap()));
+        // v1 files name c4 (0.02), which the built-in cases leave to its default (0.02 too).
+        let mut expected = builtin(file.trim_end_matches(".toml")).unwrap();
+        expected.numerics.c4 = Some(0.02);
+        assert_eq!(Case::from_toml(&text, file), Ok(expected));
     }
 }
 
@@ -1707,6 +1711,44 @@ fn multigrid_runs_cycles_and_says_where_it_cannot() {
     let (code, err) = run("zero", &["--set", "numerics.multigrid=0"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("numerics.multigrid"), "{err}");
+}
+
+#[test]
+fn fourth_order_differences_run_on_cpu_blocks_and_are_refused_with_skew_symmetric_convection() {
+    let tmp = TempDir::new().unwrap();
+    let run = |out: &str, args: &[&str]| {
+        stderr_of(
+            ferroflow(tmp.path())
+                .args(["run", "-q", "--out", out, "--set", "mesh.nodes=[33,33]"])
+                .args(["--set", "numerics.differences=\"fourth-order\""])
+                .args(args),
+        )
+    };
+    let (code, err) = run("fourth", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    // Its dissipation's default, in the resolved case.
+    let resolved = fs::read_to_string(tmp.path().join("fourth/case.resolved.toml")).unwrap();
+    let case = Case::from_toml(&resolved, "case.resolved.toml").unwrap();
+    assert_eq!(case.numerics.c4, Some(0.01));
+    // Blocks take two layers of every variable from their neighbours: the explicit step on
+    // 2 × 2 blocks gives the bits of one block (the residual norms add the blocks' sums in
+    // another order).
+    let explicit = [
+        "--set",
+        "numerics.method=\"explicit\"",
+        "--set",
+        "numerics.max_iterations=300",
+    ];
+    for (out, blocks) in [("one", "1,1"), ("four", "2,2")] {
+        let (code, err) = run(out, &[&explicit[..], &["--blocks", blocks]].concat());
+        assert_eq!(code, Some(0), "{out}: {err}");
+    }
+    let (one, four) = (tmp.path().join("one"), tmp.path().join("four"));
+    assert_same_files(&one, &four, ["centerline_u.csv", "centerline_v.csv"]);
+    let (code, err) = run("skew", &["--set", "numerics.convection=\"skew-symmetric\""]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("numerics.differences"), "{err}");
+    assert!(!tmp.path().join("skew/summary.json").exists());
 }
 
 #[test]

@@ -33,6 +33,28 @@ pub fn second_difference<R: Real>(m1: R, c: R, p1: R, inv_h2: R) -> R {
     (m1 + p1 - (c + c)) * inv_h2
 }
 
+/// Fourth-order central first derivative (8 (p1 - m1) - (p2 - m2)) / 12h, with `inv_2h` =
+/// 1 / 2h.
+#[inline(always)]
+pub fn central_difference_4<R: Real>(m2: R, m1: R, p1: R, p2: R, inv_2h: R) -> R {
+    (R::of(8.0) * (p1 - m1) - (p2 - m2)) * inv_2h * R::of(1.0 / 6.0)
+}
+
+/// Fourth-order central second derivative (16 (m1 + p1) - (m2 + p2) - 30 c) / 12h², with
+/// `inv_h2` = 1 / h².
+#[inline(always)]
+pub fn second_difference_4<R: Real>(m2: R, m1: R, c: R, p1: R, p2: R, inv_h2: R) -> R {
+    (R::of(16.0) * (m1 + p1) - (m2 + p2) - R::of(30.0) * c) * inv_h2 * R::of(1.0 / 12.0)
+}
+
+/// Cubic extrapolation to the node beyond `a` from four nodes `a, b, c, d` going inward: the
+/// ghost velocities (and temperatures) the fourth-order differences next to a wall read,
+/// exact for cubics.
+#[inline(always)]
+pub fn extrapolate_cubic<R: Real>(a: R, b: R, c: R, d: R) -> R {
+    R::of(4.0) * (a + c) - R::of(6.0) * b - d
+}
+
 /// Rate of the local pseudo-time step, `Σ λ_d / h_d + 2 ν Σ 1 / h_d² + Σ λ_d² / 4ν`, so that
 /// `Δτ = cfl / rate` (the rate also turns the pressure shift into a residual without a second
 /// division). The terms are the convective
@@ -91,6 +113,22 @@ mod tests {
         let w = extrapolate_zero_gradient(flat(x + h), flat(x + 2.0 * h));
         assert!((w - flat(x)).abs() < 1e-12);
         assert_eq!(buoyancy(2.0, 1.5, 0.5), 2.0);
+        // Fourth order: exact on quartics (first derivative) and on quintics' second
+        // derivative up to rounding; the cubic extrapolation exact on cubics.
+        let quartic = |x: f64| 1.0 - x + 0.5 * x * x - 2.0 * x.powi(3) + 0.25 * x.powi(4);
+        let at = |dx: f64| quartic(x + dx * h);
+        let d1 = central_difference_4(at(-2.0), at(-1.0), at(1.0), at(2.0), 0.5 / h);
+        assert!((d1 - (-1.0 + x - 6.0 * x * x + x.powi(3))).abs() < 1e-12);
+        let d2 = second_difference_4(at(-2.0), at(-1.0), at(0.0), at(1.0), at(2.0), 1.0 / (h * h));
+        assert!((d2 - (1.0 - 12.0 * x + 3.0 * x * x)).abs() < 1e-9);
+        let cubic = |x: f64| 0.3 - x + 2.0 * x.powi(3);
+        let e = extrapolate_cubic(
+            cubic(x),
+            cubic(x + h),
+            cubic(x + 2.0 * h),
+            cubic(x + 3.0 * h),
+        );
+        assert!((e - cubic(x - h)).abs() < 1e-12);
     }
 
     #[test]

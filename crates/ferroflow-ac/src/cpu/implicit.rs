@@ -294,7 +294,11 @@ impl<R: Real, S: Real> Relaxer<R, S> {
             interfaces: Side::ALL
                 .into_iter()
                 .filter(|s| problem.sides[*s as usize] == SideBc::Interface)
-                .map(|side| Face { side, vars: eq })
+                .map(|side| Face {
+                    side,
+                    vars: eq,
+                    reach: problem.halo_reach(),
+                })
                 .collect(),
         }
     }
@@ -337,11 +341,18 @@ impl<R: Real, S: Real> Relaxer<R, S> {
         energy: bool,
     ) -> (Residuals, GaugeSums) {
         macro_rules! go {
-            ($d:literal, $s:literal, $e:literal, $k:literal) => {
-                self.residual_pass::<$d, $s, $e, $k>(c, cur, source)
+            ($d:literal, $s:literal, $e:literal, $k:literal, $f:literal) => {
+                self.residual_pass::<$d, $s, $e, $k, $f>(c, cur, source)
             };
         }
-        let out = for_variant!(cur.layout.dim, source.is_some(), energy, c.skew(), go);
+        let out = for_variant!(
+            cur.layout.dim,
+            source.is_some(),
+            energy,
+            c.skew(),
+            c.fourth(),
+            go
+        );
         for face in &self.interfaces {
             for r in face.rows(&self.delta.layout, true) {
                 self.delta.vars[r.var][r.offset..r.offset + r.len].fill(S::zero());
@@ -353,11 +364,11 @@ impl<R: Real, S: Real> Relaxer<R, S> {
     /// One sweep of the relaxation (number `sweep` of the iteration's).
     pub(crate) fn sweep(&mut self, sweep: usize, energy: bool) {
         macro_rules! go {
-            ($d:literal, $s:literal, $e:literal, $k:literal) => {
+            ($d:literal, $s:literal, $e:literal, $k:literal, $f:literal) => {
                 self.relax::<$d, $e>(sweep)
             };
         }
-        for_variant!(self.rhs.layout.dim, false, energy, false, go)
+        for_variant!(self.rhs.layout.dim, false, energy, false, false, go)
     }
 
     /// The pressure at offset `o` once the increment is added: what the update subtracts.
@@ -384,7 +395,13 @@ impl<R: Real, S: Real> Relaxer<R, S> {
     }
 
     /// R(Q) and the frozen operator at every interior node; the increments reset to zero.
-    fn residual_pass<const D: usize, const SRC: bool, const E: bool, const K: bool>(
+    fn residual_pass<
+        const D: usize,
+        const SRC: bool,
+        const E: bool,
+        const K: bool,
+        const F: bool,
+    >(
         &mut self,
         c: &Coefficients<R>,
         cur: &Fields<R>,
@@ -404,7 +421,7 @@ impl<R: Real, S: Real> Relaxer<R, S> {
             let (mut sum_rp, mut sum_w) = (LaneSum::default(), LaneSum::default());
             for x in 0..count {
                 let o = start + x;
-                let n = node_residual::<R, D, SRC, E, K>(c, l.stride, q, src, o);
+                let n = node_residual::<R, D, SRC, E, K, F>(c, l.stride, q, src, o);
                 let w = n.rate * c.inv_cfl;
                 unsafe {
                     resid.set(0, o, n.r[0]);

@@ -2,29 +2,30 @@
 //! iteration is one fused pass over all interior nodes on a rayon pool owned by the backend
 //! (`ferroflow_cpu::pool`: subnormals flushed), then the boundary fill and a buffer swap.
 
-/// Runs `$go!(D, SRC, E, K)`, a macro of the caller's, with the const generics matching the
-/// run-time dimension, source term, energy equation and skew-symmetric convection: one
-/// specialised kernel each (a run-time test of the convection form cost the 2D pass its
-/// vectorisation).
+/// Runs `$go!(D, SRC, E, K, F)`, a macro of the caller's, with the const generics matching the
+/// run-time dimension, source term, energy equation, skew-symmetric convection and fourth-order
+/// differences: one specialised kernel each (a run-time test of the convection form cost the
+/// 2D pass its vectorisation). Skew-symmetric convection by fourth-order differences is not a
+/// scheme (`Problem::new` refuses it).
 macro_rules! for_variant {
-    ($dim:expr, $source:expr, $energy:expr, $skew:expr, $go:ident) => {
-        match ($dim, $source, $energy, $skew) {
-            (2, false, false, false) => $go!(2, false, false, false),
-            (2, true, false, false) => $go!(2, true, false, false),
-            (3, false, false, false) => $go!(3, false, false, false),
-            (3, true, false, false) => $go!(3, true, false, false),
-            (2, false, true, false) => $go!(2, false, true, false),
-            (2, true, true, false) => $go!(2, true, true, false),
-            (3, false, true, false) => $go!(3, false, true, false),
-            (3, true, true, false) => $go!(3, true, true, false),
-            (2, false, false, true) => $go!(2, false, false, true),
-            (2, true, false, true) => $go!(2, true, false, true),
-            (3, false, false, true) => $go!(3, false, false, true),
-            (3, true, false, true) => $go!(3, true, false, true),
-            (2, false, true, true) => $go!(2, false, true, true),
-            (2, true, true, true) => $go!(2, true, true, true),
-            (3, false, true, true) => $go!(3, false, true, true),
-            (3, true, true, true) => $go!(3, true, true, true),
+    ($dim:expr, $source:expr, $energy:expr, $skew:expr, $fourth:expr, $go:ident) => {
+        match ($skew, $fourth) {
+            (false, false) => for_variant!(@each $dim, $source, $energy, false, false, $go),
+            (true, false) => for_variant!(@each $dim, $source, $energy, true, false, $go),
+            (false, true) => for_variant!(@each $dim, $source, $energy, false, true, $go),
+            (true, true) => unreachable!("skew-symmetric fourth-order differences"),
+        }
+    };
+    (@each $dim:expr, $source:expr, $energy:expr, $k:literal, $f:literal, $go:ident) => {
+        match ($dim, $source, $energy) {
+            (2, false, false) => $go!(2, false, false, $k, $f),
+            (2, true, false) => $go!(2, true, false, $k, $f),
+            (3, false, false) => $go!(3, false, false, $k, $f),
+            (3, true, false) => $go!(3, true, false, $k, $f),
+            (2, false, true) => $go!(2, false, true, $k, $f),
+            (2, true, true) => $go!(2, true, true, $k, $f),
+            (3, false, true) => $go!(3, false, true, $k, $f),
+            (3, true, true) => $go!(3, true, true, $k, $f),
             (dim, ..) => unreachable!("dimension {dim}"),
         }
     };
@@ -183,8 +184,9 @@ impl<R: Real> CpuBackend<R> {
 
     fn fill_current_walls(&mut self) {
         let (cur, sides, t) = (&mut self.cur, &self.sides, self.temperature);
+        let fourth = self.coeffs.fourth();
         self.pool
-            .install(|| boundary::fill_boundaries(cur, sides, t));
+            .install(|| boundary::fill_boundaries(cur, sides, t, fourth));
     }
 }
 
@@ -252,8 +254,9 @@ impl<R: Real> AcKernels for CpuBackend<R> {
 
     fn fill_walls(&mut self, _: ()) -> Result<(), BackendError> {
         let (next, sides, t) = (&mut self.next, &self.sides, self.temperature);
+        let fourth = self.coeffs.fourth();
         self.pool
-            .install(|| boundary::fill_boundaries(next, sides, t));
+            .install(|| boundary::fill_boundaries(next, sides, t, fourth));
         Ok(())
     }
 

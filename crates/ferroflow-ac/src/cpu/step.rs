@@ -61,12 +61,13 @@ pub(crate) fn at<R: Copy>(a: &[R], o: usize) -> R {
 const CHUNK: usize = 64;
 
 /// Convection and Laplacian `∇²q` of the transported variable `q` (a velocity component or
-/// T) at offset `o`, where it is `centre`, by central differences. Convection is the advective
-/// form `u·∇q`, plus, with `K` (skew-symmetric), `c.divergence` times its difference from the
-/// divergence form `∇·(u q)` (the velocity `u` of the state `qs`). The advective form is a
-/// kernel of its own: computing the extra terms times 0 cost the 3D pass a fifth of its speed.
+/// T) at offset `o`, where it is `centre`, by central differences (with `F`, of fourth order).
+/// Convection is the advective form `u·∇q`, plus, with `K` (skew-symmetric), `c.divergence`
+/// times its difference from the divergence form `∇·(u q)` (the velocity `u` of the state
+/// `qs`). The advective form is a kernel of its own: computing the extra terms times 0 cost
+/// the 3D pass a fifth of its speed.
 #[inline(always)]
-fn transport<R: Real, const D: usize, const K: bool>(
+fn transport<R: Real, const D: usize, const K: bool, const F: bool>(
     c: &Coeffs<R>,
     st: [usize; 3],
     qs: [&[R]; V],
@@ -79,6 +80,12 @@ fn transport<R: Real, const D: usize, const K: bool>(
     for d in 0..D {
         let s = st[d];
         let (lo, hi) = (at(q, o - s), at(q, o + s));
+        if F {
+            let (lo2, hi2) = (at(q, o - 2 * s), at(q, o + 2 * s));
+            conv = conv + vel[d] * central_difference_4(lo2, lo, hi, hi2, c.inv_2h[d]);
+            lap = lap + second_difference_4(lo2, lo, centre, hi, hi2, c.inv_h2[d]);
+            continue;
+        }
         let advective = vel[d] * central_difference(lo, hi, c.inv_2h[d]);
         conv = conv + advective;
         if K {
@@ -89,6 +96,22 @@ fn transport<R: Real, const D: usize, const K: bool>(
         lap = lap + second_difference(lo, centre, hi, c.inv_h2[d]);
     }
     (conv, lap)
+}
+
+/// The first derivative of `q` along the axis of stride `s` at offset `o`: central
+/// differences of second or (with `F`) fourth order.
+#[inline(always)]
+fn derivative<R: Real, const F: bool>(q: &[R], o: usize, s: usize, inv_2h: R) -> R {
+    match F {
+        true => central_difference_4(
+            at(q, o - 2 * s),
+            at(q, o - s),
+            at(q, o + s),
+            at(q, o + 2 * s),
+            inv_2h,
+        ),
+        false => central_difference(at(q, o - s), at(q, o + s), inv_2h),
+    }
 }
 
 /// What the fused pass computes at one interior node: every equation's residual (pseudo-time
@@ -115,6 +138,7 @@ pub(crate) fn node_residual<
     const SRC: bool,
     const E: bool,
     const K: bool,
+    const F: bool,
 >(
     c: &Coeffs<R>,
     st: [usize; 3],
@@ -148,7 +172,7 @@ pub(crate) fn node_residual<
             at(p, o + 2 * s),
         );
         diss = diss + lh * d4;
-        div = div + central_difference(at(q[1 + d], o - s), at(q[1 + d], o + s), c.inv_2h[d]);
+        div = div + derivative::<R, F>(q[1 + d], o, s, c.inv_2h[d]);
     }
     let rate = time_step_rate(sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
     r[0] = -beta2 * div - c.c4 * diss;
@@ -157,9 +181,9 @@ pub(crate) fn node_residual<
     }
     let tc = if E { at(q[1 + D], o) } else { R::zero() };
     for m in 0..D {
-        let (conv, lap) = transport::<R, D, K>(c, st, q, q[1 + m], o, &vel, vel[m]);
+        let (conv, lap) = transport::<R, D, K, F>(c, st, q, q[1 + m], o, &vel, vel[m]);
         let s = st[m];
-        let grad_p = central_difference(at(p, o - s), at(p, o + s), c.inv_2h[m]);
+        let grad_p = derivative::<R, F>(p, o, s, c.inv_2h[m]);
         let mut rm = c.nu * lap - conv - grad_p * c.inv_rho;
         if E {
             rm = rm + buoyancy(c.buoyancy[m], tc, c.t_ref);
@@ -170,7 +194,7 @@ pub(crate) fn node_residual<
         r[1 + m] = rm;
     }
     if E {
-        let (conv, lap) = transport::<R, D, K>(c, st, q, q[1 + D], o, &vel, tc);
+        let (conv, lap) = transport::<R, D, K, F>(c, st, q, q[1 + D], o, &vel, tc);
         let mut rt = c.alpha * lap - conv;
         if SRC {
             rt = rt + at(src[1 + D], o);
@@ -190,7 +214,14 @@ pub(crate) fn node_residual<
 /// residual sums.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn update_row<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool>(
+fn update_row<
+    R: Real,
+    const D: usize,
+    const SRC: bool,
+    const E: bool,
+    const K: bool,
+    const F: bool,
+>(
     c: &Coeffs<R>,
     st: [usize; 3],
     q: [&[R]; V],
@@ -207,7 +238,7 @@ fn update_row<R: Real, const D: usize, const SRC: bool, const E: bool, const K: 
         let len = CHUNK.min(count - first);
         for t in 0..len {
             let (x, o) = (first + t, start + first + t);
-            let n = node_residual::<R, D, SRC, E, K>(c, st, q, src, o);
+            let n = node_residual::<R, D, SRC, E, K, F>(c, st, q, src, o);
             let dt = c.cfl / n.rate;
             out[0][x] = at(q[0], o) + dt * n.r[0] - p_shift;
             // The norm measures the change of the referenced pressure: a uniform drift (which
@@ -238,11 +269,18 @@ pub(crate) fn interior_pass<R: Real>(
     row_sums: &mut [[f64; V]],
 ) -> Residuals {
     macro_rules! go {
-        ($d:literal, $s:literal, $e:literal, $k:literal) => {
-            pass::<R, $d, $s, $e, $k>(c, cur, next, source, p_shift, row_sums)
+        ($d:literal, $s:literal, $e:literal, $k:literal, $f:literal) => {
+            pass::<R, $d, $s, $e, $k, $f>(c, cur, next, source, p_shift, row_sums)
         };
     }
-    for_variant!(cur.layout.dim, source.is_some(), energy, c.skew(), go)
+    for_variant!(
+        cur.layout.dim,
+        source.is_some(),
+        energy,
+        c.skew(),
+        c.fourth(),
+        go
+    )
 }
 
 /// The scheme's residual R(Q) (with the source term, if any) of `cur` at every interior node
@@ -258,11 +296,18 @@ pub(crate) fn residual_field<R: Real>(
     energy: bool,
 ) -> (Vec<R>, GaugeSums) {
     macro_rules! go {
-        ($d:literal, $s:literal, $e:literal, $k:literal) => {
-            residual_rows::<R, $d, $s, $e, $k>(c, cur, out, source)
+        ($d:literal, $s:literal, $e:literal, $k:literal, $f:literal) => {
+            residual_rows::<R, $d, $s, $e, $k, $f>(c, cur, out, source)
         };
     }
-    for_variant!(cur.layout.dim, source.is_some(), energy, c.skew(), go)
+    for_variant!(
+        cur.layout.dim,
+        source.is_some(),
+        energy,
+        c.skew(),
+        c.fourth(),
+        go
+    )
 }
 
 /// R_p − c / Δτ with c the gauge ([`GaugeSums::gauge`]): what both methods drive to zero (the
@@ -274,7 +319,14 @@ pub(crate) fn project<R: Real>(out: &mut Fields<R>, weights: &[R], gauge: f64) {
     }
 }
 
-fn residual_rows<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool>(
+fn residual_rows<
+    R: Real,
+    const D: usize,
+    const SRC: bool,
+    const E: bool,
+    const K: bool,
+    const F: bool,
+>(
     c: &Coeffs<R>,
     cur: &Fields<R>,
     out: &mut Fields<R>,
@@ -306,7 +358,7 @@ fn residual_rows<R: Real, const D: usize, const SRC: bool, const E: bool, const 
             let [weights, ..] = unsafe { row_slices(weight_ptr.ptrs(), start, count) };
             let (mut rp, mut w) = (LaneSum::default(), LaneSum::default());
             for x in 0..count {
-                let n = node_residual::<R, D, SRC, E, K>(c, l.stride, q, src, start + x);
+                let n = node_residual::<R, D, SRC, E, K, F>(c, l.stride, q, src, start + x);
                 for v in 0..equations {
                     rows[v][x] = n.r[v];
                 }
@@ -336,7 +388,7 @@ pub(crate) fn interior_rows(l: &Layout) -> usize {
     (l.n[1] - 2) * if l.dim == 3 { l.n[2] - 2 } else { 1 }
 }
 
-fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool>(
+fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool, const F: bool>(
     c: &Coeffs<R>,
     cur: &Fields<R>,
     next: &mut Fields<R>,
@@ -364,7 +416,7 @@ fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool>(
             let start = l.index(1, j as isize, k as isize);
             // SAFETY: row r is this task's alone.
             let rows = unsafe { row_slices(out.ptrs(), start, count) };
-            *sums = update_row::<R, D, SRC, E, K>(c, l.stride, q, src, rows, start, p_shift);
+            *sums = update_row::<R, D, SRC, E, K, F>(c, l.stride, q, src, rows, start, p_shift);
         });
     let mut total = Residuals::zeros(1 + D + E as usize, l.interior_nodes());
     for sums in row_sums.iter() {

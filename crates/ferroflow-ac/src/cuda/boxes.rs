@@ -65,7 +65,7 @@ fn box_copies(
             BoxCopy::FromDevice(v, sctx, l) => {
                 let theirs = Face {
                     side: face.side.opposite(),
-                    vars: face.vars,
+                    ..*face
                 }
                 .region(&l, var, false);
                 (End::device(v.v[var], sctx, &l, &theirs, size), mine)
@@ -172,6 +172,7 @@ mod tests {
         let face = Face {
             side: Side::XHi,
             vars: 2,
+            reach: 1,
         };
         let copies = box_copies(&layout, &vars, context(1), &face, how, 8);
         (layout, vars, copies)
@@ -179,7 +180,12 @@ mod tests {
 
     /// The address of the first node of variable `var`'s box of `side` in `vars`.
     fn first(layout: &Layout, vars: &Vars, side: Side, var: usize, incoming: bool) -> u64 {
-        let r = Face { side, vars: 2 }.region(layout, var, incoming);
+        let face = Face {
+            side,
+            vars: 2,
+            reach: 1,
+        };
+        let r = face.region(layout, var, incoming);
         vars.v[var] + 8 * layout.index(r[0].0, r[1].0, r[2].0) as u64
     }
 
@@ -192,6 +198,7 @@ mod tests {
             &Face {
                 side: Side::XHi,
                 vars: 2,
+                reach: 1,
             }
             .region(&layout, 0, false),
         );

@@ -559,8 +559,8 @@ mod tests {
         assert_eq!(std::mem::size_of::<GridArgs>(), 7 * 8);
         assert_eq!(std::mem::size_of::<NodeBox>(), 6 * 8);
         assert_eq!(std::mem::size_of::<Vars>(), 5 * 8);
-        assert_eq!(std::mem::size_of::<Coefficients<f32>>(), 23 * 4);
-        assert_eq!(std::mem::size_of::<Coefficients<f64>>(), 23 * 8);
+        assert_eq!(std::mem::size_of::<Coefficients<f32>>(), 24 * 4);
+        assert_eq!(std::mem::size_of::<Coefficients<f64>>(), 24 * 8);
         // Three ints, then 8-byte integers: padded after the third int, as in C.
         assert_eq!(
             std::mem::size_of::<WallParams>(),
@@ -568,7 +568,7 @@ mod tests {
         );
         assert_eq!(
             std::mem::size_of::<StepParams<f64>>(),
-            23 * 8 + 7 * 8 + 3 * 5 * 8 + 6 * 8 + 2 * 8 + 2 * 4
+            24 * 8 + 7 * 8 + 3 * 5 * 8 + 6 * 8 + 2 * 8 + 2 * 4
         );
     }
 

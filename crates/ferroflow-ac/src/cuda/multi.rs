@@ -185,7 +185,12 @@ impl<R: Real, T: Transport<R>> MultiGpu<R, T> {
                     continue;
                 };
                 let layout = blocks[to].backend.layout;
-                let bytes = Face { side, vars }.len(&layout) * std::mem::size_of::<R>();
+                let face = Face {
+                    side,
+                    vars,
+                    reach: 1,
+                };
+                let bytes = face.len(&layout) * std::mem::size_of::<R>();
                 let alloc = |b: &Block<R>| {
                     b.backend
                         .device
@@ -339,6 +344,7 @@ impl<R: Real, T: Transport<R>> MultiGpu<R, T> {
             let face = Face {
                 side: l.side.opposite(),
                 vars: self.equations,
+                reach: 1,
             };
             if self.options.packing {
                 let send = address(&l.send[p], &be.device.stream);
@@ -361,6 +367,7 @@ impl<R: Real, T: Transport<R>> MultiGpu<R, T> {
         let face = Face {
             side: l.side,
             vars: self.equations,
+            reach: 1,
         };
         let (comm, tb, fb) = (&to.comm, &to.backend, &from.backend);
         let cur = tb.state.cur();
@@ -469,7 +476,7 @@ impl<R: Real, T: Transport<R>> MultiGpu<R, T> {
 fn split(layout: &Layout, e: &BlockExtent) -> (Vec<NodeBox>, NodeBox) {
     let mut inner = NodeBox::interior(layout);
     let mut strips = Vec::new();
-    let width = halo_width(0) as i64;
+    let width = halo_width(0, 1) as i64;
     for side in Side::ALL {
         if e.neighbours[side as usize].is_none() {
             continue;

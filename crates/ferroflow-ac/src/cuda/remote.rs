@@ -114,7 +114,11 @@ impl Remote {
                 } else {
                     Route::Host
                 };
-                let face = Face { side, vars };
+                let face = Face {
+                    side,
+                    vars,
+                    reach: 1,
+                };
                 let bytes = face.len(&b.backend.layout) * std::mem::size_of::<R>();
                 let alloc = || {
                     device

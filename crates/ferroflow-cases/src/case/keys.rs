@@ -63,7 +63,7 @@ const INCOMPRESSIBLE: Model = Model::Incompressible;
 const BOUSSINESQ: Model = Model::Boussinesq;
 
 /// Every key of a case file, in file order.
-pub const KEYS: [KeyDoc; 49] = [
+pub const KEYS: [KeyDoc; 50] = [
     key(
         "case.name",
         "string",
@@ -242,7 +242,8 @@ pub const KEYS: [KeyDoc; 49] = [
         "float",
         "-",
         "0 <= c4 <= 0.25",
-        "Coefficient of the fourth-difference pressure dissipation",
+        "Coefficient of the fourth-difference pressure dissipation. Unset: 0.02 (seed 000's) \
+         with second-order differences, 0.01 with fourth-order ones",
     ),
     key(
         "numerics.convection",
@@ -253,6 +254,20 @@ pub const KEYS: [KeyDoc; 49] = [
          `advective`, u·∇q (seed 000); `skew-symmetric`, the mean of u·∇q and ∇·(u q), whose \
          2D cavity centrelines at Re = 1000 are 1.4–1.6 times closer to the grid-converged \
          ones on 129² and 257² (BENCHMARKS.md). Both second order",
+    ),
+    key(
+        "numerics.differences",
+        "string",
+        "-",
+        "`\"second-order\"`, `\"fourth-order\"`",
+        "Order of the central differences of every derivative (convection, diffusion, \
+         pressure gradient, divergence): `second-order`, three points (seed 000); \
+         `fourth-order`, five points, the ghost velocities (and temperatures at isothermal \
+         walls) beyond a wall extrapolated cubically, the pressure dissipation and the wall \
+         pressure as in second order: the 2D cavity's centreline profiles at Re = 1000 are \
+         2.3x (129²) and 12x (257²) closer to the grid-converged ones (BENCHMARKS.md). With \
+         `numerics.convection = \"advective\"`, on the CPU (for now; blocks exchange two \
+         layers of every variable)",
     ),
     key(
         "numerics.tolerance",
