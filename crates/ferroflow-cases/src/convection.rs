@@ -18,7 +18,7 @@
 use crate::cavity::interpolate;
 use crate::reference;
 use crate::walls::{box_problem, temperature_range, Values, Wall};
-use ferroflow_ac::{Energy, Numerics, Physics, Problem};
+use ferroflow_ac::{Differences, Energy, Numerics, Physics, Problem};
 use ferroflow_core::{NodeValues, ProblemError, Real, Side};
 use serde::Serialize;
 
@@ -229,7 +229,11 @@ impl HeatedCavity {
     }
 
     /// Local Nusselt numbers −∂T/∂x · L/ΔT over the wall x = 0 (or x = L if `cold`): the
-    /// one-sided second-order gradient at each wall node, integrated by the trapezoidal rule.
+    /// one-sided gradient at each wall node, integrated over the wall, both of the order of
+    /// the scheme's differences: second (three nodes, trapezoidal rule) or fourth (five
+    /// nodes, Simpson's rule where the wall has an even number of intervals). With the
+    /// second-order gradient, fourth-order differences' Nu on 129² stayed 0.53 % (Ra = 1e5)
+    /// and 0.97 % (1e6) above de Vahl Davis's.
     fn wall_nusselt<R: Real>(
         &self,
         problem: &Problem<R>,
@@ -255,13 +259,26 @@ impl HeatedCavity {
             min: f64::INFINITY,
             min_at: Vec::new(),
         };
-        let weight = |m: usize, n: usize| if m == 0 || m == n - 1 { 0.5 } else { 1.0 };
+        let fourth = problem.numerics.differences == Differences::Fourth;
+        let weight = |m: usize, n: usize| match (m == 0 || m == n - 1, fourth && n % 2 == 1) {
+            (true, false) => 0.5,
+            (false, false) => 1.0,
+            (true, true) => 1.0 / 3.0,
+            (false, true) => [2.0 / 3.0, 4.0 / 3.0][m % 2],
+        };
         let mut area = 0.0;
         for k in 0..l.n[2] {
             for j in 0..l.n[1] {
-                let (t0, t1, t2) = (at(i0, j, k), at(i0 + step, j, k), at(i0 + 2 * step, j, k));
-                // Derivative into the fluid, (−3 T₀ + 4 T₁ − T₂) / 2h, turned into −∂T/∂x.
-                let inward = (4.0 * t1 - 3.0 * t0 - t2) / (2.0 * h[0]);
+                let t = |n: isize| at(i0 + n * step, j, k);
+                // Derivative into the fluid, turned into −∂T/∂x: (−3 T₀ + 4 T₁ − T₂) / 2h, or
+                // (−25 T₀ + 48 T₁ − 36 T₂ + 16 T₃ − 3 T₄) / 12h.
+                let inward = match fourth {
+                    false => (4.0 * t(1) - 3.0 * t(0) - t(2)) / (2.0 * h[0]),
+                    true => {
+                        (48.0 * t(1) - 25.0 * t(0) - 36.0 * t(2) + 16.0 * t(3) - 3.0 * t(4))
+                            / (12.0 * h[0])
+                    }
+                };
                 let nu = -inward * step as f64 * scale;
                 let w = weight(j, l.n[1]) * if l.dim == 3 { weight(k, l.n[2]) } else { 1.0 };
                 wall.mean += w * nu;
@@ -451,5 +468,32 @@ mod tests {
         }
         assert!(r.energy_imbalance.abs() < 1e-12);
         assert_eq!(r.velocity_maxima.len(), 3);
+    }
+
+    /// The wall gradient and its mean follow the differences' order: with fourth-order ones a
+    /// quartic temperature profile's Nu is exact (and its mean over a wall where Nu varies as
+    /// a cubic, by Simpson's rule), with second-order ones neither.
+    #[test]
+    fn fourth_order_differences_take_a_fourth_order_wall_heat_flux() {
+        let cavity =
+            HeatedCavity::dimensional(1.0, [0.0, -9.81, 0.0], 1e-3, 1e-3, 0.7, 1.0).unwrap();
+        // T = x⁴ + (1 + y³) x, x and y in units of L: −∂T/∂x at x = 0 is −(1 + y³), whose
+        // mean over y in [0, 1] is −1.25 (Nu at the hot wall, ΔT = 1).
+        let mean = |differences| {
+            let num = Numerics {
+                cfl: 0.5,
+                differences,
+                ..Numerics::default()
+            };
+            let mut p = cavity.problem::<f64>(2, [17, 9, 1], num).unwrap();
+            let (l, t) = (p.layout, p.temperature().unwrap());
+            l.for_each_node(|i, j, _, o| {
+                let (x, y) = (i as f64 / 16.0, j as f64 / 8.0);
+                p.initial.vars[t][o] = x.powi(4) + (1.0 + y.powi(3)) * x;
+            });
+            cavity.report(&p, &p.initial).hot_wall.mean
+        };
+        assert!((mean(Differences::Fourth) + 1.25).abs() < 1e-12);
+        assert!((mean(Differences::Second) + 1.25).abs() > 1e-4);
     }
 }
