@@ -9,8 +9,8 @@ use crate::Failure;
 use clap::Args;
 use ferroflow_ac::{Numerics, Problem};
 use ferroflow_cases::case::{
-    builtin, BackendKind, BackendSpec, ConvectionKind, Exchange, MethodKind, ParallelSpec,
-    Precision, BUILTIN,
+    builtin, BackendKind, BackendSpec, ConvectionKind, DifferencesKind, Exchange, MethodKind,
+    ParallelSpec, Precision, BUILTIN,
 };
 use ferroflow_cases::cavity;
 use ferroflow_core::decomposition::Decomposition;
@@ -71,6 +71,9 @@ pub struct BenchArgs {
     /// Form of the convective terms (`numerics.convection`).
     #[arg(long, value_enum, default_value = "advective")]
     convection: ConvectionKind,
+    /// Order of the differences (`numerics.differences`; fourth order on the CPU only).
+    #[arg(long, value_enum, default_value = "second-order")]
+    differences: DifferencesKind,
     /// Timed repetitions (the median is reported).
     #[arg(long, default_value_t = 5)]
     repeats: usize,
@@ -215,6 +218,8 @@ fn problem<R: Real>(args: &BenchArgs, dim: usize, n: usize) -> Result<Problem<R>
     if !args.energy {
         let numerics = Numerics {
             convection: args.convection.form(),
+            differences: args.differences.order(),
+            c4: args.differences.c4(),
             ..Numerics::default()
         };
         return cavity::lid_driven::<R>(dim, nodes, 1000.0, 1.0, numerics).map_err(Failure::input);
@@ -222,6 +227,7 @@ fn problem<R: Real>(args: &BenchArgs, dim: usize, n: usize) -> Result<Problem<R>
     let mut case = builtin(if dim == 2 { "bdc2d" } else { "bdc3d" }).expect("built-in case");
     case.mesh.nodes = nodes[..dim].to_vec();
     case.numerics.convection = args.convection;
+    case.numerics.differences = args.differences;
     // The explicit pass, whose bytes per node the roofline counts.
     case.numerics.method = MethodKind::Explicit;
     case.problem::<R>().map_err(Failure::input)

@@ -924,19 +924,22 @@ fn bench_solve_times_both_methods_to_the_tolerance() {
 #[test]
 fn bench_flags_cache_resident_grids() {
     let tmp = TempDir::new().unwrap();
-    let out = ferroflow(tmp.path())
-        .args(["bench", "--n2d", "17", "--n3d", "--precision", "f64"])
-        .args(["--repeats", "1", "--seconds", "0.01"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
-    assert!(stdout.contains("last-level cache"), "{stdout}");
-    let row = stdout.lines().find(|l| l.contains("[17, 17]")).unwrap();
-    assert!(
-        row.contains("% of roofline [cache-resident: ") && row.contains("MB of cache"),
-        "{row}"
-    );
+    for differences in ["second-order", "fourth-order"] {
+        let out = ferroflow(tmp.path())
+            .args(["bench", "--n2d", "17", "--n3d", "--precision", "f64"])
+            .args(["--repeats", "1", "--seconds", "0.01"])
+            .args(["--differences", differences])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{differences}: {stdout}");
+        assert!(stdout.contains("last-level cache"), "{stdout}");
+        let row = stdout.lines().find(|l| l.contains("[17, 17]")).unwrap();
+        assert!(
+            row.contains("% of roofline [cache-resident: ") && row.contains("MB of cache"),
+            "{row}"
+        );
+    }
 }
 
 /// Rerun `ferroflow cases docs --update` on `docs/cases.md` when `KEYS` changes; this fails
