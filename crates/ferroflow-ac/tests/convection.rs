@@ -123,7 +123,8 @@ fn from_extrapolated(coarse: &Line, fine: &Line, finer: &Line) -> f64 {
 /// about 1e-3, a fiftieth of the differences measured): on 65² the advective centrelines are
 /// 0.109 (u) and 0.125 (v) from it, the skew-symmetric ones 0.057 and 0.067 (2026-11-24), the
 /// fourth-order ones 0.060 and 0.071 (2026-11-27: 65² is too coarse for their order to show;
-/// 2.3x closer on 129², 12x on 257²); the full study, against 1025² and 2049², is in BENCHMARKS.md.
+/// 2.9x closer on 129², 14–18x on 257²); the full study, against 1025² and 2049², is in
+/// BENCHMARKS.md.
 #[test]
 fn skew_symmetric_and_fourth_order_centrelines_are_closer_to_the_grid_converged_ones() {
     let (fine, finer) = (

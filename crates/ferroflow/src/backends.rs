@@ -278,7 +278,19 @@ fn multigrid<R: Real, T: Transport<R> + Clone + 'static>(
         return Ok((Box::new(b), line));
     }
     let processes = transport.rank_size().1;
-    let b = Fas::blocks(problem, decomposition.blocks, transport, pool)?;
+    let mut b = Fas::blocks(problem, decomposition.blocks, transport, pool)?;
+    // Output pieces, checkpoints and samples follow the case's cut (`Case::decomposition`,
+    // which cuts for the levels too): the finest level must be cut the same.
+    if *b.finest().decomposition() != decomposition {
+        return Err(BackendError::Failed {
+            backend: "multigrid",
+            message: format!(
+                "the finest level's blocks start at {:?}, the run's at {:?}",
+                b.finest().decomposition().starts,
+                decomposition.starts
+            ),
+        });
+    }
     let head = cut_line(
         "cpu",
         &decomposition,

@@ -265,7 +265,7 @@ pub const KEYS: [KeyDoc; 50] = [
          `fourth-order`, five points, the ghost velocities (and temperatures at isothermal \
          walls) beyond a wall extrapolated cubically, the pressure dissipation and the wall \
          pressure as in second order: the 2D cavity's centreline profiles at Re = 1000 are \
-         2.3x (129²) and 12x (257²) closer to the grid-converged ones (BENCHMARKS.md). With \
+         2.9x (129²) and 14–18x (257²) closer to the grid-converged ones (BENCHMARKS.md). With \
          `numerics.convection = \"advective\"`, on the CPU (for now; blocks exchange two \
          layers of every variable)",
     ),
