@@ -86,6 +86,20 @@ __device__ __forceinline__ void extrapolate_wall(real_t* p, idx_t w, idx_t out, 
     }
 }
 
+// The GHOST ghosts beyond the wall node `w` (which holds wall data), layer by layer, each
+// cubically from the four nodes inside it; a is the wall node, b, c, d the nodes inside.
+__device__ __forceinline__ void extrapolate_ghosts(real_t* q, idx_t w, idx_t out, real_t a,
+                                                   real_t b, real_t c, real_t d) {
+    for (int layer = 1; layer <= GHOST; ++layer) {
+        const real_t v = extrapolate_cubic(a, b, c, d);
+        q[w + layer * out] = v;
+        d = c;
+        c = b;
+        b = a;
+        a = v;
+    }
+}
+
 // T at the adiabatic wall node `w` from the two nodes inside it (a nearest, b), and its ghosts
 // mirroring them (T is even about the wall).
 __device__ __forceinline__ void mirror_wall(real_t* t, idx_t w, idx_t out, real_t a, real_t b) {

@@ -15,6 +15,7 @@
 //   DIM, BLOCK_X, BLOCK_Y, BLOCK_Z, MARCH, TILE    dimension and launch shape
 //   MIN_BLOCKS                                     blocks per SM to fit (0: any)
 //   WITH_SOURCE, WITH_ENERGY                       which entry point (0 | 1)
+//   FOURTH                                         differences of fourth order (0 | 1)
 #include "ac_residual.cuh"
 
 #define BLOCK_THREADS (BLOCK_X * BLOCK_Y * BLOCK_Z)
@@ -29,8 +30,9 @@ static_assert(!TILE || (DIM == 3 && BLOCK_Z == 1), "plane tiles are for flat 3D 
 #define MARCH_AXIS (DIM - 1)
 
 // How far the stencil reaches along an axis: p's fourth difference, two nodes each way (the
-// other variables reach one).
+// other variables reach Q_REACH).
 #define REACH 2
+#define Q_WIDTH (2 * Q_REACH + 1)
 
 // A box of nodes [lo, hi) per axis.
 struct Region {
@@ -41,11 +43,12 @@ struct Region {
 // Values along the march axis around the node a thread is at, kept in registers while it
 // marches: each value is loaded once per thread instead of once per node that reads it.
 struct Queue {
-    real_t p[5];           // p at -2 .. +2
-    real_t q[DIM + 1][3];  // the velocity components and T at -1 .. +1
+    real_t p[5];                 // p at -2 .. +2
+    real_t q[DIM + 1][Q_WIDTH];  // the velocity components and T at -Q_REACH .. +Q_REACH
 };
 
-// The values a queue takes in when it moves one node up: p two nodes ahead, the others one.
+// The values a queue takes in when it moves one node up: p two nodes ahead, the others
+// Q_REACH.
 struct Heads {
     real_t p;
     real_t q[DIM + 1];
@@ -56,7 +59,7 @@ template <bool ENERGY>
 __device__ __forceinline__ void queue_fill(Queue& z, const Vars& cur, idx_t o, idx_t s) {
     for (int l = 0; l < 5; ++l) z.p[l] = load(cur.v[0], o + (l - 2) * s);
     for (int m = 0; m < DIM + ENERGY; ++m)
-        for (int l = 0; l < 3; ++l) z.q[m][l] = load(cur.v[1 + m], o + (l - 1) * s);
+        for (int l = 0; l < Q_WIDTH; ++l) z.q[m][l] = load(cur.v[1 + m], o + (l - Q_REACH) * s);
 }
 
 // Loads the heads for moving the queue to the node at offset `o`.
@@ -64,7 +67,7 @@ template <bool ENERGY>
 __device__ __forceinline__ Heads heads_load(const Vars& cur, idx_t o, idx_t s) {
     Heads h;
     h.p = load(cur.v[0], o + 2 * s);
-    for (int m = 0; m < DIM + ENERGY; ++m) h.q[m] = load(cur.v[1 + m], o + s);
+    for (int m = 0; m < DIM + ENERGY; ++m) h.q[m] = load(cur.v[1 + m], o + Q_REACH * s);
     return h;
 }
 
@@ -74,15 +77,14 @@ __device__ __forceinline__ void queue_push(Queue& z, const Heads& h) {
     for (int l = 0; l < 4; ++l) z.p[l] = z.p[l + 1];
     z.p[4] = h.p;
     for (int m = 0; m < DIM + ENERGY; ++m) {
-        z.q[m][0] = z.q[m][1];
-        z.q[m][1] = z.q[m][2];
-        z.q[m][2] = h.q[m];
+        for (int l = 0; l + 1 < Q_WIDTH; ++l) z.q[m][l] = z.q[m][l + 1];
+        z.q[m][Q_WIDTH - 1] = h.q[m];
     }
 }
 
 // Variable `v` at `l` nodes along the march axis, from the queue.
 __device__ __forceinline__ real_t queued(const Queue& z, int v, int l) {
-    return v == 0 ? z.p[2 + l] : z.q[v - 1][1 + l];
+    return v == 0 ? z.p[2 + l] : z.q[v - 1][Q_REACH + l];
 }
 
 // Neighbours of the node at offset `o`: along the march axis from the queue, along the others
@@ -141,12 +143,12 @@ __device__ __forceinline__ void ring_cell(int h, int& di, int& dj) {
     }
 }
 
-// The ring around a tile: REACH nodes deep for p, one for the other variables, as one list
+// The ring around a tile: REACH nodes deep for p, Q_REACH for the other variables, as one list
 // that the block's threads share out, PER_THREAD cells each at most.
 template <bool ENERGY>
 struct Ring {
     static constexpr int P_CELLS = 2 * REACH * (BLOCK_X + BLOCK_Y);
-    static constexpr int Q_CELLS = 2 * (BLOCK_X + BLOCK_Y);
+    static constexpr int Q_CELLS = 2 * Q_REACH * (BLOCK_X + BLOCK_Y);
     static constexpr int CELLS = P_CELLS + (DIM + ENERGY) * Q_CELLS;
     static constexpr int PER_THREAD = (CELLS + BLOCK_THREADS - 1) / BLOCK_THREADS;
 };
@@ -174,8 +176,8 @@ __device__ __forceinline__ RingItem ring_item(const Vars& cur, const Grid& g, co
         ring_cell<REACH>(c, di, dj);
     } else {
         v = 1 + (c - R::P_CELLS) / R::Q_CELLS;
-        w = 1;
-        ring_cell<1>((c - R::P_CELLS) % R::Q_CELLS, di, dj);
+        w = Q_REACH;
+        ring_cell<Q_REACH>((c - R::P_CELLS) % R::Q_CELLS, di, dj);
     }
     const idx_t i = i0 + di, j = j0 + dj;
     if (i < r.hi[0] + w && j < r.hi[1] + w) {
@@ -200,8 +202,8 @@ __device__ __forceinline__ Updated update_node(const Coeffs& c, const N& nb, con
                                             real_t p_shift, int norms,
                                             double sums[MAX_EQUATIONS]) {
     real_t vel[DIM];
-    for (int d = 0; d < DIM; ++d) vel[d] = z.q[d][1];
-    const real_t tc = ENERGY ? z.q[DIM][1] : (real_t)0;
+    for (int d = 0; d < DIM; ++d) vel[d] = z.q[d][Q_REACH];
+    const real_t tc = ENERGY ? z.q[DIM][Q_REACH] : (real_t)0;
     const NodeResidual n = node_residual<SRC, ENERGY>(c, nb, vel, z.p[2], tc, src, o);
     const real_t dt = c.cfl / n.rate;
     Updated u = {z.p[2] + dt * n.r[0] - p_shift, (real_t)0};
@@ -354,7 +356,8 @@ __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const
     auto store = [&](real_t* tile) {
         if (carries) {
             tile[centre] = z.p[2];
-            for (int v = 1; v < VARS; ++v) tile[v * TILE_H * TILE_W + centre] = z.q[v - 1][1];
+            for (int v = 1; v < VARS; ++v)
+                tile[v * TILE_H * TILE_W + centre] = z.q[v - 1][Q_REACH];
         }
 #pragma unroll
         for (int n = 0; n < ITEMS; ++n)
@@ -378,7 +381,8 @@ __device__ __forceinline__ void step_block(const Coeffs& c, const Grid& g, const
             u = update_node<SRC, ENERGY>(c, FromTile{tiles[b], z, REACH + (int)threadIdx.x,
                                                      REACH + (int)threadIdx.y},
                                          z, next, src, o, p_shift, norms, sums);
-        if (x_walls) fill_x_walls<ENERGY>(next, o, i, r, x_walls, computes, u);
+        // Fourth-order differences also need the velocity ghosts: fill_walls does those walls.
+        if (!FOURTH && x_walls) fill_x_walls<ENERGY>(next, o, i, r, x_walls, computes, u);
         if (more) {
             if (carries) queue_push<ENERGY>(z, h);
             store(&tiles[b ^ 1][0][0][0]);

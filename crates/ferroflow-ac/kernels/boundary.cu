@@ -12,11 +12,16 @@
 // and its GHOST ghosts, each extrapolated from the three nodes inside it (wall velocities are
 // fixed data). Bit s of `walls` says whether side s is a wall, bit s of `adiabatic` whether T
 // (the array `t`, null without the energy equation) has zero normal gradient there: the wall
-// value from the two nodes inside, the ghosts mirroring them.
+// value from the two nodes inside, the ghosts mirroring them. With fourth-order differences,
+// which read two nodes out, the ghosts of the velocity components `u` (null without) and of T
+// where it is not adiabatic are extrapolated cubically from the wall node and the nodes
+// inside (`cubic_t`: T's too).
 // The arguments, mirrored by `WallParams` in src/cuda/launch.rs.
 struct WallParams {
     real_t* p;
     real_t* t;
+    real_t* u[3];
+    int cubic_t;
     Grid g;
     int axis;
     int walls;
@@ -47,7 +52,14 @@ extern "C" __global__ void fill_walls(const WallParams a) {
     const idx_t o = node_offset(g, i, j, k);
     const idx_t inward = side ? -stride : stride;
     extrapolate_wall(p, o, -inward, p[o + inward], p[o + 2 * inward], p[o + 3 * inward]);
-    if (t && ((adiabatic >> side) & 1)) mirror_wall(t, o, -inward, t[o + inward], t[o + 2 * inward]);
+    const bool mirrored = t && ((adiabatic >> side) & 1);
+    if (mirrored) mirror_wall(t, o, -inward, t[o + inward], t[o + 2 * inward]);
+    real_t* cubic[4] = {a.u[0], a.u[1], a.u[2], a.cubic_t && !mirrored ? t : nullptr};
+    for (int v = 0; v < 4; ++v) {
+        real_t* q = cubic[v];
+        if (q) extrapolate_ghosts(q, o, -inward, q[o], q[o + inward], q[o + 2 * inward],
+                                  q[o + 3 * inward]);
+    }
 }
 
 // Block interfaces of a decomposed grid: the nodes of one variable in the box of `c0 × c1 × c2`

@@ -64,7 +64,7 @@ pub enum Differences {
     /// Five-point differences, the ghost velocities and temperatures beyond a wall extrapolated
     /// cubically: the 2D cavity's centreline profiles at Re = 1000 are 2.9x (129²) and 14–18x
     /// (257²) closer to the grid-converged ones (BENCHMARKS.md). Not with skew-symmetric
-    /// convection; on the CPU only, for now.
+    /// convection.
     Fourth,
 }
 

@@ -9,7 +9,7 @@ use ferroflow_ac::cuda::{
     CudaBackend, CudaOptions, LaunchShape, MultiGpu, MultiGpuOptions, TuneMode, DEFAULT_SHAPE,
 };
 use ferroflow_ac::Decomposed;
-use ferroflow_ac::{Numerics, Problem};
+use ferroflow_ac::{Differences, Numerics, Problem};
 use ferroflow_cases::cavity::lid_driven;
 use ferroflow_cases::convection::HeatedCavity;
 use ferroflow_core::decomposition::Decomposition;
@@ -122,4 +122,25 @@ fn buoyancy_driven_cavity_decomposed() {
         .problem::<f64>(3, [25, 25, 25], Numerics::default())
         .unwrap();
     check(&p3, &[[1, 1, 2], [2, 2, 1]], &devices);
+}
+
+/// Fourth-order differences: blocks exchange two layers of every variable.
+#[test]
+#[ignore = "needs a GPU: run with --ignored, see README.md or scripts/gpu-check.sh"]
+fn fourth_order_differences_decomposed() {
+    let devices = gpus();
+    let numerics = Numerics {
+        differences: Differences::Fourth,
+        ..Numerics::default()
+    };
+    let p2 = lid_driven::<f64>(2, [67, 61, 1], 100.0, 1.0, numerics).unwrap();
+    check(&p2, &[[3, 2, 1]], &devices);
+    let p3 = lid_driven::<f64>(3, [33, 29, 31], 100.0, 1.0, numerics).unwrap();
+    check(&p3, &[[1, 1, 2], [2, 2, 2]], &devices);
+    let bdc = HeatedCavity::nondimensional(1e5, 0.71, [0.0, -1.0, 0.0]).unwrap();
+    check(
+        &bdc.problem::<f64>(3, [25, 25, 25], numerics).unwrap(),
+        &[[2, 2, 1]],
+        &devices,
+    );
 }

@@ -7,8 +7,8 @@ use ferroflow_ac::cpu::CpuBackend;
 use ferroflow_ac::cuda::{candidates, multigrid, CudaBackend, CudaOptions, LaunchShape, TuneMode};
 use ferroflow_ac::multigrid::Fas;
 use ferroflow_ac::{
-    Convection, CycleShape, Decomposed, Implicit, Method, Multigrid, Numerics, Problem, Relaxation,
-    SideBc,
+    Convection, CycleShape, Decomposed, Differences, Implicit, Method, Multigrid, Numerics,
+    Problem, Relaxation, SideBc,
 };
 use ferroflow_cases::convection::HeatedCavity;
 use ferroflow_cases::{cavity, mms::Manufactured};
@@ -228,6 +228,96 @@ fn skew_symmetric_convection_matches_the_cpu() {
     matches_cpu("skew heated 3D f64 tiled", &heated, &tiled, 1e-10);
     let mms = skew(manufactured_energy::<f64>(3));
     matches_cpu("skew mms energy 3D f64", &mms, &untuned(), 1e-10);
+}
+
+/// `problem` with fourth-order differences.
+fn fourth<R: Real>(mut problem: Problem<R>) -> Problem<R> {
+    problem.numerics.differences = Differences::Fourth;
+    problem
+}
+
+/// Fourth-order differences on the GPU give the CPU's states bit for bit in f64: the fused
+/// pass (default and tiled shapes; the wall kernel fills the x walls and the velocity ghosts),
+/// the implicit relaxation, a multigrid cycle and blocks relaxed implicitly on the GPU, 2D and
+/// 3D, with source terms and the energy equation, isothermal and adiabatic walls.
+#[test]
+#[ignore = "needs a GPU: run with --ignored, see README.md or scripts/gpu-check.sh"]
+fn fourth_order_differences_are_bitwise_the_cpu_in_f64() {
+    gpu();
+    let mut adiabatic_x = heated::<f64>(3);
+    adiabatic_x.sides[0] = SideBc::AdiabaticWall;
+    adiabatic_x.sides[1] = SideBc::AdiabaticWall;
+    let problems = [
+        ("cavity 2D", cavity::<f64>(2)),
+        ("cavity 3D", cavity::<f64>(3)),
+        ("mms 2D", manufactured::<f64>(2)),
+        ("mms 3D", manufactured::<f64>(3)),
+        ("heated 2D", heated::<f64>(2)),
+        ("heated 3D", heated::<f64>(3)),
+        ("adiabatic x walls 3D", adiabatic_x),
+        ("mms energy 3D", manufactured_energy::<f64>(3)),
+    ];
+    let tiled = CudaOptions {
+        tune: TuneMode::Fixed(LaunchShape::tiled([32, 4], 8).with_min_blocks(4)),
+        ..CudaOptions::default()
+    };
+    for (label, problem) in &problems {
+        let problem = fourth(problem.clone());
+        let names = problem.variable_names();
+        let mut shapes = vec![("default shape", untuned())];
+        if problem.layout.dim == 3 {
+            shapes.push(("tiled", tiled.clone()));
+        }
+        for (shape, options) in &shapes {
+            let mut cpu = CpuBackend::new(&problem, 0).unwrap();
+            let mut gpu = CudaBackend::new(&problem, options).unwrap();
+            let label = format!("{label} fourth order, {shape}");
+            same_bits(&label, names, &mut cpu, &mut gpu, &[1, 100, 99]);
+        }
+        let implicit = jacobi(problem.clone(), true);
+        let mut cpu = CpuBackend::new(&implicit, 0).unwrap();
+        let mut gpu = CudaBackend::new(&implicit, &untuned()).unwrap();
+        let label = format!("{label} fourth order, implicit jacobi");
+        same_bits(&label, names, &mut cpu, &mut gpu, &[1, 20]);
+    }
+    let pool = Arc::new(ferroflow_cpu::pool(0).unwrap());
+    for (label, problem) in [
+        ("mms 2D", manufactured::<f64>(2)),
+        ("mms energy 3D", manufactured_energy::<f64>(3)),
+    ] {
+        let mut problem = fourth(jacobi(problem, true));
+        problem.numerics.multigrid = Multigrid {
+            levels: 10,
+            ..Multigrid::default()
+        };
+        let mut cpu = Fas::new(&problem, Arc::clone(&pool)).unwrap();
+        let mut gpu = multigrid(&problem, &untuned()).unwrap();
+        assert!(gpu.depth() >= 2, "{label}: {:?}", gpu.grids());
+        let label = format!("{label} fourth order, multigrid");
+        same_bits(
+            &label,
+            problem.variable_names(),
+            &mut cpu,
+            &mut gpu,
+            &[1, 3],
+        );
+    }
+    let problem = fourth(jacobi(heated::<f64>(3), true));
+    let d = Decomposition::new(3, problem.layout.n, [2, 1, 2]).unwrap();
+    let mut cpu =
+        Decomposed::new(&problem, d.clone(), InProcess, |p, _| CpuBackend::new(p, 0)).unwrap();
+    let mut gpu = Decomposed::new(&problem, d, InProcess, |p, _| {
+        CudaBackend::new(p, &untuned())
+    })
+    .unwrap();
+    let label = "heated 3D [2, 1, 2] fourth order, implicit jacobi on blocks";
+    same_bits(
+        label,
+        problem.variable_names(),
+        &mut cpu,
+        &mut gpu,
+        &[1, 20],
+    );
 }
 
 /// Runs `cpu` and `gpu` through `chunks` and asserts the same states bit for bit (the residual

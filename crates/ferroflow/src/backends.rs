@@ -6,7 +6,7 @@ use ferroflow_ac::cpu::CpuBackend;
 use ferroflow_ac::cuda::{CudaBackend, CudaOptions, MultiGpu, MultiGpuOptions, TuneMode};
 use ferroflow_ac::multigrid::{Fas, Level};
 use ferroflow_ac::Decomposed;
-use ferroflow_ac::{Differences, Method, Problem};
+use ferroflow_ac::{Method, Problem};
 use ferroflow_cases::case::{BackendKind, BackendSpec, Exchange, ParallelSpec};
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, BackendError, ProblemError, Real};
@@ -91,12 +91,6 @@ fn cuda<R: Real, T: Transport<R> + 'static>(
     local_rank: usize,
 ) -> Result<Chosen<R>, BackendError> {
     let options = cuda_options(spec, TuneMode::Cached);
-    if problem.numerics.differences == Differences::Fourth {
-        return Err(BackendError::NotSuitable {
-            backend: "cuda",
-            what: "numerics.differences = \"fourth-order\" (on the CPU only, for now)".into(),
-        });
-    }
     if problem.numerics.multigrid.levels > 1 {
         multigrid_suits(problem, &decomposition, "cuda")?;
         let mut b = ferroflow_ac::cuda::multigrid(problem, &options)?;

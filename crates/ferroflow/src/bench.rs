@@ -71,7 +71,7 @@ pub struct BenchArgs {
     /// Form of the convective terms (`numerics.convection`).
     #[arg(long, value_enum, default_value = "advective")]
     convection: ConvectionKind,
-    /// Order of the differences (`numerics.differences`; fourth order on the CPU only).
+    /// Order of the differences (`numerics.differences`).
     #[arg(long, value_enum, default_value = "second-order")]
     differences: DifferencesKind,
     /// Timed repetitions (the median is reported).

@@ -156,7 +156,7 @@ impl<R: Real> CudaBackend<R> {
             layout,
             precision,
             fmad: options.fmad,
-            variant: Variant::new(problem.source.is_some(), problem.energy.is_some()),
+            variant: Variant::of(problem),
             args: &args,
             boundary: &boundary,
             cur: state.cur(),

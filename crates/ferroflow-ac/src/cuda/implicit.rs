@@ -213,7 +213,7 @@ impl Relaxer {
         let implicit = if imp.single { Scalar::F32 } else { Scalar::F64 };
         let program = Program::AcImplicit {
             dim: layout.dim,
-            variant: Variant::new(problem.source.is_some(), problem.energy.is_some()),
+            variant: Variant::of(problem),
             implicit,
         };
         let cubin = device.compile(&program.build(precision, fmad))?;

@@ -381,6 +381,8 @@ pub(crate) fn wall_fills(layout: &Layout, sides: &[SideBc; 6]) -> Vec<WallFill> 
 struct WallParams {
     p: CUdeviceptr,
     t: CUdeviceptr,
+    u: [CUdeviceptr; 3],
+    cubic_t: i32,
     g: GridArgs,
     axis: i32,
     walls: i32,
@@ -400,6 +402,10 @@ pub(crate) struct BoundaryKernel {
     fills: Vec<WallFill>,
     /// Index of T, if the energy equation is solved.
     temperature: Option<usize>,
+    /// Fourth-order differences: the ghosts of the velocity (and of T at isothermal walls)
+    /// are extrapolated too.
+    fourth: bool,
+    dim: usize,
 }
 
 impl BoundaryKernel {
@@ -408,20 +414,26 @@ impl BoundaryKernel {
             function,
             fills: wall_fills(&problem.layout, &problem.sides),
             temperature: problem.temperature(),
+            fourth: problem.numerics.differences == crate::Differences::Fourth,
+            dim: problem.layout.dim,
         }
     }
 
     /// The x walls of this problem (`x_walls` bits in ac_step.cu: walls, adiabatic walls
-    /// shifted by 2), which the interior pass may fill instead.
+    /// shifted by 2), which the interior pass may fill instead (not with fourth-order
+    /// differences, whose velocity ghosts it does not fill).
     pub fn x_walls(&self) -> i32 {
+        if self.fourth {
+            return 0;
+        }
         self.fills
             .iter()
             .find(|f| f.axis == 0)
             .map_or(0, |f| f.walls | f.adiabatic << 2)
     }
 
-    /// Fills the wall nodes and ghosts of the state `vars` (pressure, and T at adiabatic
-    /// walls), one launch per axis (stream order keeps x before y before z), except the x
+    /// Fills the wall nodes and ghosts of the state `vars` (pressure, T at adiabatic walls,
+    /// with fourth-order differences the velocity ghosts and T's at isothermal walls), one launch per axis (stream order keeps x before y before z), except the x
     /// walls in `done` (bits of `x_walls`: the interior pass filled them).
     pub fn launch(
         &self,
@@ -431,6 +443,13 @@ impl BoundaryKernel {
         done: i32,
     ) -> Result<(), BackendError> {
         let t: CUdeviceptr = self.temperature.map_or(0, |t| vars.v[t]);
+        let u: [CUdeviceptr; 3] = std::array::from_fn(|d| {
+            if self.fourth && d < self.dim {
+                vars.v[1 + d]
+            } else {
+                0
+            }
+        });
         for fill in &self.fills {
             let walls = if fill.axis == 0 {
                 fill.walls & !done
@@ -449,6 +468,8 @@ impl BoundaryKernel {
             let params = WallParams {
                 p: vars.v[0],
                 t,
+                u,
+                cubic_t: self.fourth as i32,
                 g: *grid,
                 axis: fill.axis,
                 walls,
@@ -460,8 +481,9 @@ impl BoundaryKernel {
             };
             let mut launch = stream.launch_builder(&self.function);
             launch.arg(&params);
-            // SAFETY: the parameters are fill_walls'; the face ranges and the three layers beyond each wall node lie inside the arrays; `t` is
-            // null or T's array.
+            // SAFETY: the parameters are fill_walls'; the face ranges and the three layers
+            // beyond each wall node lie inside the arrays; `t` is null or T's array, `u` null
+            // or the velocity's arrays.
             unsafe { launch.launch(config) }.check("launching fill_walls")?;
         }
         Ok(())
@@ -564,7 +586,7 @@ mod tests {
         // Three ints, then 8-byte integers: padded after the third int, as in C.
         assert_eq!(
             std::mem::size_of::<WallParams>(),
-            2 * 8 + 7 * 8 + 16 + 4 * 8
+            2 * 8 + 3 * 8 + 8 + 7 * 8 + 16 + 4 * 8
         );
         assert_eq!(
             std::mem::size_of::<StepParams<f64>>(),
@@ -572,8 +594,14 @@ mod tests {
         );
     }
 
-    /// Runs the fills on the host the way fill_walls indexes them (T is variable `t`).
-    fn emulate_fill_walls(fields: &mut ferroflow_core::Fields<f64>, sides: &[SideBc; 6], t: usize) {
+    /// Runs the fills on the host the way fill_walls indexes them (T is variable `t`; with
+    /// `fourth`, the velocity ghosts and T's at isothermal walls cubically).
+    fn emulate_fill_walls(
+        fields: &mut ferroflow_core::Fields<f64>,
+        sides: &[SideBc; 6],
+        t: usize,
+        fourth: bool,
+    ) {
         let l = fields.layout;
         for fill in wall_fills(&l, sides) {
             let a = fill.axis as usize;
@@ -595,12 +623,22 @@ mod tests {
                         let at = |k: i64| p[(w + k * inward) as usize];
                         p[w as usize] = 3.0 * (at(1) - at(2)) + at(3);
                     }
-                    if (fill.adiabatic >> side) & 1 == 1 {
+                    let mirrored = (fill.adiabatic >> side) & 1 == 1;
+                    if mirrored {
                         let t = &mut fields.vars[t];
                         let at = |k: i64| t[(o + k * inward) as usize];
                         t[o as usize] = (4.0 * at(1) - at(2)) / 3.0;
                         for layer in 1..=ferroflow_core::GHOST as i64 {
                             t[(o - layer * inward) as usize] = t[(o + layer * inward) as usize];
+                        }
+                    }
+                    let cubic = (1..fields.vars.len()).filter(|&v| fourth && !(mirrored && v == t));
+                    for v in cubic {
+                        let q = &mut fields.vars[v];
+                        for layer in 1..=ferroflow_core::GHOST as i64 {
+                            let w = o - layer * inward;
+                            let at = |k: i64| q[(w + k * inward) as usize];
+                            q[w as usize] = 4.0 * (at(1) + at(3)) - 6.0 * at(2) - at(4);
                         }
                     }
                 }
@@ -609,8 +647,9 @@ mod tests {
     }
 
     /// A box with walls on every side, or (`heated`) with the energy equation and adiabatic
-    /// walls across y, filled with values that differ at every node.
-    fn walled_box(dim: usize, n: [usize; 3], heated: bool) -> crate::Problem<f64> {
+    /// walls across y, filled with values that differ at every node, with differences of
+    /// fourth order or second.
+    fn walled_box(dim: usize, n: [usize; 3], heated: bool, fourth: bool) -> crate::Problem<f64> {
         let layout = Layout::new(dim, n);
         let vars = 1 + dim + heated as usize;
         let mut initial = ferroflow_core::Fields::zeros(layout, vars);
@@ -623,6 +662,11 @@ mod tests {
         }
         let numerics = crate::Numerics {
             cfl: 0.5,
+            differences: if fourth {
+                crate::Differences::Fourth
+            } else {
+                crate::Differences::Second
+            },
             ..crate::Numerics::default()
         };
         let physics = crate::Physics {
@@ -648,13 +692,16 @@ mod tests {
     fn wall_fills_reproduce_the_cpu_boundaries_bitwise() {
         use ferroflow_core::Backend;
         for (dim, n) in [(2, [9, 7, 1]), (3, [7, 6, 8])] {
-            for heated in [false, true] {
-                let problem = walled_box(dim, n, heated);
+            for (heated, fourth) in [(false, false), (true, false), (false, true), (true, true)] {
+                let problem = walled_box(dim, n, heated, fourth);
                 let mut cpu = crate::cpu::CpuBackend::new(&problem, 1).unwrap();
                 let expected = cpu.download().unwrap();
                 let mut ours = problem.initial.clone();
-                emulate_fill_walls(&mut ours, &problem.sides, 1 + dim);
-                assert!(ours == expected, "{dim}D wall fill differs from the CPU");
+                emulate_fill_walls(&mut ours, &problem.sides, 1 + dim, fourth);
+                assert!(
+                    ours == expected,
+                    "{dim}D wall fill (heated {heated}, fourth {fourth}) differs from the CPU"
+                );
             }
         }
     }

@@ -106,6 +106,8 @@ pub struct MultiGpu<R: Real, T = InProcess> {
     /// and the process that has it.
     reference: (Option<usize>, usize),
     equations: usize,
+    /// Halo layers of the velocity and T (`Problem::halo_reach`).
+    reach: usize,
     /// The whole grid's layout.
     layout: Layout,
     parity: usize,
@@ -146,7 +148,7 @@ impl<R: Real, T: Transport<R>> MultiGpu<R, T> {
         if options.devices.is_empty() {
             return Err(failed("no devices given".into()));
         }
-        let vars = problem.equations();
+        let (vars, reach) = (problem.equations(), problem.halo_reach());
         let extents = decomposition.extents();
         let (rank, _) = transport.rank_size();
         let owner = |id: usize| transport.owner(id, extents.len());
@@ -161,7 +163,7 @@ impl<R: Real, T: Transport<R>> MultiGpu<R, T> {
             let backend = CudaBackend::new(&p, &cuda)?;
             let ctx = backend.device.ctx.clone();
             let event = || ctx.new_event(None).check("creating an event");
-            let (strips, inner) = split(&p.layout, &e);
+            let (strips, inner) = split(&p.layout, &e, reach);
             blocks.push(Block {
                 comm: ctx.new_stream().check("creating a stream")?,
                 strips,
@@ -185,11 +187,7 @@ impl<R: Real, T: Transport<R>> MultiGpu<R, T> {
                     continue;
                 };
                 let layout = blocks[to].backend.layout;
-                let face = Face {
-                    side,
-                    vars,
-                    reach: 1,
-                };
+                let face = Face { side, vars, reach };
                 let bytes = face.len(&layout) * std::mem::size_of::<R>();
                 let alloc = |b: &Block<R>| {
                     b.backend
@@ -215,7 +213,7 @@ impl<R: Real, T: Transport<R>> MultiGpu<R, T> {
             }
         }
         let ipc = options.exchange == HaloRoute::Peer;
-        let remote = Remote::new(&blocks, vars, ipc, extents.len(), &mut transport)?;
+        let remote = Remote::new(&blocks, (vars, reach), ipc, extents.len(), &mut transport)?;
         let (reference, _) = decomposition.owner(problem.pressure_ref);
         let reference = (
             blocks.iter().position(|b| b.extent.id == reference),
@@ -230,6 +228,7 @@ impl<R: Real, T: Transport<R>> MultiGpu<R, T> {
             options: options.clone(),
             reference,
             equations: problem.equations(),
+            reach,
             layout: problem.layout,
             parity: 0,
             peer_access,
@@ -344,7 +343,7 @@ impl<R: Real, T: Transport<R>> MultiGpu<R, T> {
             let face = Face {
                 side: l.side.opposite(),
                 vars: self.equations,
-                reach: 1,
+                reach: self.reach,
             };
             if self.options.packing {
                 let send = address(&l.send[p], &be.device.stream);
@@ -367,7 +366,7 @@ impl<R: Real, T: Transport<R>> MultiGpu<R, T> {
         let face = Face {
             side: l.side,
             vars: self.equations,
-            reach: 1,
+            reach: self.reach,
         };
         let (comm, tb, fb) = (&to.comm, &to.backend, &from.backend);
         let cur = tb.state.cur();
@@ -470,13 +469,13 @@ impl<R: Real, T: Transport<R>> MultiGpu<R, T> {
     }
 }
 
-/// The strips inside each interface, as wide as the widest halo, of a block (the nodes its faces send), and
-/// the box of the other interior nodes. Strips may share edges; nodes there are computed
-/// twice, to the same values.
-fn split(layout: &Layout, e: &BlockExtent) -> (Vec<NodeBox>, NodeBox) {
+/// The strips inside each interface, as wide as the widest halo (velocity and T `reach`
+/// layers), of a block (the nodes its faces send), and the box of the other interior nodes.
+/// Strips may share edges; nodes there are computed twice, to the same values.
+fn split(layout: &Layout, e: &BlockExtent, reach: usize) -> (Vec<NodeBox>, NodeBox) {
     let mut inner = NodeBox::interior(layout);
     let mut strips = Vec::new();
-    let width = halo_width(0, 1) as i64;
+    let width = halo_width(0, reach).max(halo_width(1, reach)) as i64;
     for side in Side::ALL {
         if e.neighbours[side as usize].is_none() {
             continue;

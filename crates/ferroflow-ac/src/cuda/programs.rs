@@ -44,28 +44,56 @@ pub const SOURCES: [KernelSource; 4] = [
     },
 ];
 
-/// Which entry point of `ac_step.cu` a build holds: with or without source terms and the
-/// energy equation.
+/// Which entry point of `ac_step.cu` a build holds (with or without source terms and the
+/// energy equation), and the order of its differences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Variant {
     /// Source terms (manufactured solutions).
     pub source: bool,
     /// The energy equation.
     pub energy: bool,
+    /// Differences of fourth order (`numerics.differences`), not second.
+    pub fourth: bool,
 }
 
 impl Variant {
-    /// Every entry point.
-    pub const ALL: [Variant; 4] = [
+    /// Every entry point, with differences of either order.
+    pub const ALL: [Variant; 8] = [
         Variant::new(false, false),
         Variant::new(true, false),
         Variant::new(false, true),
         Variant::new(true, true),
+        Variant::new(false, false).fourth(),
+        Variant::new(true, false).fourth(),
+        Variant::new(false, true).fourth(),
+        Variant::new(true, true).fourth(),
     ];
 
-    /// The entry point with or without source terms and the energy equation.
+    /// The entry point with or without source terms and the energy equation, second-order
+    /// differences.
     pub const fn new(source: bool, energy: bool) -> Variant {
-        Variant { source, energy }
+        Variant {
+            source,
+            energy,
+            fourth: false,
+        }
+    }
+
+    /// The same with fourth-order differences.
+    pub const fn fourth(self) -> Variant {
+        Variant {
+            fourth: true,
+            ..self
+        }
+    }
+
+    /// The variant `problem` needs.
+    pub fn of<R: ferroflow_core::Real>(problem: &crate::Problem<R>) -> Variant {
+        Variant {
+            source: problem.source.is_some(),
+            energy: problem.energy.is_some(),
+            fourth: problem.numerics.differences == crate::Differences::Fourth,
+        }
     }
 
     /// The entry point's name.
@@ -75,6 +103,15 @@ impl Variant {
             (false, true) => "ac_step_src",
             (true, false) => "ac_step_energy",
             (true, true) => "ac_step_energy_src",
+        }
+    }
+
+    /// ", fourth order" in build labels where the differences are of fourth order.
+    pub(super) fn order(self) -> &'static str {
+        if self.fourth {
+            ", fourth order"
+        } else {
+            ""
         }
     }
 }
@@ -132,11 +169,12 @@ impl Program {
             } => {
                 let [x, y, z] = shape.block;
                 Build {
-                    label: format!("{}, {dim}D, {shape}", variant.entry()),
+                    label: format!("{}, {dim}D, {shape}{}", variant.entry(), variant.order()),
                     ..build
                 }
                 .define("WITH_SOURCE", variant.source as u8)
                 .define("WITH_ENERGY", variant.energy as u8)
+                .define("FOURTH", variant.fourth as u8)
                 .define("DIM", dim)
                 .define("BLOCK_X", x)
                 .define("BLOCK_Y", y)
@@ -160,6 +198,7 @@ impl Program {
             }
             .define("WITH_SOURCE", variant.source as u8)
             .define("WITH_ENERGY", variant.energy as u8)
+            .define("FOURTH", variant.fourth as u8)
             .define("DIM", dim)
             .define("IMPL", implicit.c_type()),
             Program::Boundary | Program::Multigrid => build,
@@ -259,6 +298,7 @@ mod tests {
             "-DMIN_BLOCKS=0",
             "-DWITH_SOURCE=1",
             "-DWITH_ENERGY=0",
+            "-DFOURTH=0",
         ] {
             assert!(opts.contains(&o.to_string()), "{o} missing from {opts:?}");
         }

@@ -81,12 +81,13 @@ pub(super) struct Remote {
 
 impl Remote {
     /// The links of `blocks` (this process's, with their extents) to the blocks of other
-    /// processes (of `count` blocks in all): `Ipc` to a process of this machine if `ipc`, else
+    /// processes (of `count` blocks in all), whose faces carry `vars` variables `reach` layers
+    /// deep (`Face`): `Ipc` to a process of this machine if `ipc`, else
     /// `Device` if the transport is CUDA-aware, else `Host` (both ends decide alike). Buffers
     /// and events of `Ipc` are exchanged here.
     pub fn new<R: Real, T: Transport<R>>(
         blocks: &[Block<R>],
-        vars: usize,
+        (vars, reach): (usize, usize),
         ipc: bool,
         count: usize,
         transport: &mut T,
@@ -114,11 +115,7 @@ impl Remote {
                 } else {
                     Route::Host
                 };
-                let face = Face {
-                    side,
-                    vars,
-                    reach: 1,
-                };
+                let face = Face { side, vars, reach };
                 let bytes = face.len(&b.backend.layout) * std::mem::size_of::<R>();
                 let alloc = || {
                     device

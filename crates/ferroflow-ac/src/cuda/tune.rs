@@ -168,10 +168,11 @@ impl<R: Real> Tunable for StepTuning<'_, R> {
     fn cache_key(&self) -> String {
         let [n0, n1, n2] = self.layout.n;
         format!(
-            "{}D {n0}x{n1}x{n2} | {:?} | {}",
+            "{}D {n0}x{n1}x{n2} | {:?} | {}{}",
             self.layout.dim,
             self.precision,
             self.variant.entry(),
+            self.variant.order(),
         )
     }
 }

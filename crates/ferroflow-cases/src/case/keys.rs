@@ -266,8 +266,8 @@ pub const KEYS: [KeyDoc; 50] = [
          walls) beyond a wall extrapolated cubically, the pressure dissipation and the wall \
          pressure as in second order: the 2D cavity's centreline profiles at Re = 1000 are \
          2.9x (129²) and 14–18x (257²) closer to the grid-converged ones (BENCHMARKS.md). With \
-         `numerics.convection = \"advective\"`, on the CPU (for now; blocks exchange two \
-         layers of every variable)",
+         `numerics.convection = \"advective\"`; blocks exchange two layers of every \
+         variable",
     ),
     key(
         "numerics.tolerance",
