@@ -266,7 +266,7 @@ fn fourth_order_differences_are_bitwise_the_cpu_in_f64() {
         let names = problem.variable_names();
         let mut shapes = vec![("default shape", untuned())];
         if problem.layout.dim == 3 {
-            shapes.push(("tiled", tiled.clone()));
+            shapes.push(("tiled", tiled));
         }
         for (shape, options) in &shapes {
             let mut cpu = CpuBackend::new(&problem, 0).unwrap();
