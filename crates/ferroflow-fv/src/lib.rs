@@ -13,8 +13,10 @@
 //! - [`residual`]: [`Solver`], the face loop and the cell gather.
 //! - [`time`]: SSP-RK3 with a global step, multistage RK with local steps.
 //! - [`riemann`]: the exact Riemann solver, the shock tube's reference.
+//! - [`bench`]: throughput of the face and cell loops, their bytes and operations.
 //! - [`sod`]: Sod's shock tube on slabs of hexahedra, prisms and tetrahedra.
 //! - [`vortex`]: the isentropic vortex, errors and observed orders.
+pub mod bench;
 pub mod boundary;
 pub mod flux;
 pub mod gas;

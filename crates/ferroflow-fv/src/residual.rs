@@ -89,8 +89,19 @@ impl Solver {
     /// R(u) at time `t` into `r` (dU_i/dt = −R_i/Ω_i); returns Σ F A over the boundary
     /// faces (what leaves the domain per unit time), summed in face order.
     pub fn residual(&mut self, u: &[Cons], t: f64, r: &mut [Cons]) -> [f64; 5] {
+        self.prepare(u, t);
+        self.face_loop(t);
+        self.gather(r)
+    }
+
+    /// The cell loops before the face loop: primitive states, ghosts, gradients.
+    pub fn prepare(&mut self, u: &[Cons], t: f64) {
         self.primitives(u, t);
         gradients(&self.geometry, &self.weights, &self.prim, &mut self.grad);
+    }
+
+    /// The face loop: every face's flux times area from the prepared states.
+    pub fn face_loop(&mut self, t: f64) {
         let (g, gas, limiter) = (&self.geometry, self.gas, self.limiter);
         let (prim, grad, boundaries) = (&self.prim, &self.grad, &self.boundaries);
         (self.flux.par_iter_mut().with_min_len(MIN_FACES))
@@ -123,7 +134,12 @@ impl Solver {
                 let a = g.area[f];
                 *out = roe(gas, &wl, &wr, n).map(|x| x * a);
             });
-        let flux = &self.flux;
+    }
+
+    /// The cell loop after the face loop: each cell's residual gathered from its faces' fluxes
+    /// into `r`; returns their sum over the boundary faces.
+    pub fn gather(&self, r: &mut [Cons]) -> [f64; 5] {
+        let (g, flux) = (&self.geometry, &self.flux);
         (r.par_iter_mut().with_min_len(MIN_CELLS))
             .enumerate()
             .for_each(|(c, r)| {

@@ -1892,3 +1892,36 @@ fn the_vortex_passes_on_fine_meshes_and_fails_on_coarse_ones() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("FAIL: hex: order"), "{err}");
 }
+
+#[test]
+fn bench_times_the_finite_volume_loops() {
+    let tmp = TempDir::new().unwrap();
+    let out = ferroflow(tmp.path())
+        .args(["bench", "--fv", "8", "--repeats", "1", "--threads", "1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 8³ hexahedra and 4³ × 6 tetrahedra, three loops each.
+    assert!(
+        text.contains("| hex | 512 | 1728 | faces: fluxes |"),
+        "{text}"
+    );
+    assert!(text.contains("| tet | 384 | "), "{text}");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("| hex") || l.starts_with("| tet"))
+            .count(),
+        6
+    );
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args(["bench", "--fv", "1"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--fv 1: the CPU backend and at least 2 cells"),
+        "{err}"
+    );
+}
