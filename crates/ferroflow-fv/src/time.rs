@@ -157,6 +157,40 @@ mod tests {
         assert!(one.iter().any(|u| u[1].abs() > 0.1));
     }
 
+    /// A straight channel between an inflow of totals (p0, T0) and an outflow at p0 / 1.186
+    /// settles to the uniform flow at Mach 0.5 (p0/p = (1 + 0.2 M²)^3.5).
+    #[test]
+    fn a_channel_between_inflow_and_outflow_settles_at_its_mach_number() {
+        let mesh = box_mesh(BoxCells::Hex, [12, 4, 1], [3.0, 1.0, 0.25]).unwrap();
+        let (p0, t0) = (1.0, 1.0);
+        let p = p0 / 1.05f64.powf(3.5);
+        let inflow = Boundary::Inflow {
+            p0,
+            t0,
+            direction: [1.0, 0.0, 0.0],
+        };
+        let bcs = [
+            ("xmin", inflow),
+            ("xmax", Boundary::Outflow(p)),
+            ("ymin", Boundary::SlipWall),
+            ("ymax", Boundary::SlipWall),
+            ("zmin", Boundary::SlipWall),
+            ("zmax", Boundary::SlipWall),
+        ];
+        let mut s = Solver::new(&mesh, Gas::AIR, Limiter::VanAlbada, &bcs).unwrap();
+        let mut u = s.sample(|_| [1.0, 0.0, 0.0, 0.0, p]);
+        let run = steady(&mut s, &mut u, 3.0, &FOUR_STAGE, (1e-10, 20_000));
+        assert!(run.iterations < 20_000, "{:?}", run.history.last());
+        for u in &u {
+            let w = s.gas.prim(u);
+            let mach = w[1] / s.gas.sound(&w);
+            assert!(
+                (mach - 0.5).abs() < 1e-6 && (w[4] - p).abs() < 1e-6,
+                "{w:?}"
+            );
+        }
+    }
+
     #[test]
     fn local_steps_converge_a_disturbed_free_stream() {
         const FREE: Prim = [1.0, 0.5, 0.2, 0.0, 1.0 / 1.4];
