@@ -1,6 +1,7 @@
 //! `ferroflow bench`: node updates per second of the whole iteration (interior pass, boundary
 //! fill, norms), against the memory-bandwidth roofline measured in the same run; with
-//! `--solve`, time to solution of the built-in cases, explicit against implicit.
+//! `--solve`, time to solution of the built-in cases, explicit against implicit; with `--fv`,
+//! the finite-volume solver's face and cell loops.
 use crate::backends::{cuda_probe, halo_route, make_backend};
 use crate::run::value_name;
 use crate::scaling;
@@ -39,7 +40,8 @@ Examples:
   ferroflow bench --backend cuda --energy --n2d --n3d 513 --blocks 1,1,2 --devices 0,1
   ferroflow bench --backend cuda --energy --n2d --n3d 257 --blocks 2,1,1 --devices 0,1 --weak
   ferroflow bench --solve                           # time to solution: every built-in case
-  ferroflow bench --solve cavity2d-re1000,bdc3d --backend cuda")]
+  ferroflow bench --solve cavity2d-re1000,bdc3d --backend cuda
+  ferroflow bench --fv 64                           # finite-volume face and cell loops")]
 pub struct BenchArgs {
     /// Backend to measure.
     #[arg(long, value_enum, default_value = "cpu")]
@@ -103,6 +105,11 @@ pub struct BenchArgs {
     /// relaxation), f64, one block; a Markdown table.
     #[arg(long, value_delimiter = ',', num_args = 0.., value_name = "CASES")]
     solve: Option<Vec<String>>,
+    /// The finite-volume solver's loops instead (CPU): face loop, cell loops before and after
+    /// it, on N³ hexahedra and on (N/2)³ hexahedra split into six tetrahedra each; a Markdown
+    /// table against the copy bandwidth.
+    #[arg(long, value_name = "N")]
+    fv: Option<usize>,
     /// With `--solve`: this many nodes per axis instead of each case's own.
     #[arg(long, value_name = "N")]
     nodes: Option<usize>,
@@ -163,6 +170,64 @@ fn time_to_solution(args: &BenchArgs, names: &[String], world: &World) -> Result
             println!(
                 "| {name} | {:?} | {line} | {} | {} | {:.2} | {status} | {ratio} |",
                 case.mesh.nodes, label, sim.iteration, outcome.wall_seconds,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `--fv N`: the finite-volume loops timed apart (median of the repetitions after one pass
+/// each), against the copy bandwidth measured in the same run.
+fn finite_volume_loops(args: &BenchArgs, n: usize) -> Result<(), Failure> {
+    use ferroflow_fv::bench::Bench;
+    use ferroflow_mesh::generate::{box_mesh, BoxCells};
+    if args.backend != BackendKind::Cpu || n < 2 {
+        return Err(Failure::input(format!(
+            "--fv {n}: the CPU backend and at least 2 cells per axis"
+        )));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads)
+        .build()
+        .map_err(Failure::runtime)?;
+    let bw = cpu_copy_bandwidth(&pool, args.repeats);
+    println!(
+        "cpu: {} threads; copy bandwidth {:.2} GB/s (bytes read + written)\n",
+        pool.current_num_threads(),
+        bw / 1e9
+    );
+    println!("| mesh | cells | faces | loop | M items/s | bytes / item | GB/s | % of copy | GFLOP/s | flop / byte |");
+    println!("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|");
+    for (name, fill, side) in [("hex", BoxCells::Hex, n), ("tet", BoxCells::Tet6, n / 2)] {
+        let mesh = box_mesh(fill, [side; 3], [1.0; 3]).map_err(Failure::input)?;
+        let mut b = pool
+            .install(|| Bench::new(&mesh))
+            .map_err(Failure::runtime)?;
+        let (cells, faces) = (b.geometry().cells, b.geometry().faces());
+        let [prepare, face, gather] = b.counts();
+        let timed = [
+            ("cells: states, gradients", cells, prepare),
+            ("faces: fluxes", faces, face),
+            ("cells: gather", cells, gather),
+        ];
+        for (k, (label, items, counts)) in timed.into_iter().enumerate() {
+            let seconds = median_seconds(args.repeats, || {
+                pool.install(|| match k {
+                    0 => b.prepare(),
+                    1 => b.face_loop(),
+                    _ => b.gather(),
+                });
+                Ok(())
+            })?;
+            let rate = counts.bytes / seconds;
+            println!(
+                "| {name} | {cells} | {faces} | {label} | {:.2} | {:.0} | {:.2} | {:.1} | {:.2} | {:.2} |",
+                items as f64 / seconds / 1e6,
+                counts.bytes / items as f64,
+                rate / 1e9,
+                100.0 * rate / bw,
+                counts.flops / seconds / 1e9,
+                counts.flops / counts.bytes
             );
         }
     }
@@ -466,6 +531,9 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
     }
     if let Some(names) = &args.solve {
         return time_to_solution(&args, names, &world);
+    }
+    if let Some(n) = args.fv {
+        return finite_volume_loops(&args, n);
     }
     if !args.project.is_empty() {
         if args.blocks.is_some() {

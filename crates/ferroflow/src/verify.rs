@@ -1,4 +1,5 @@
-//! `ferroflow verify`: manufactured-solution order of accuracy, cavity benchmarks.
+//! `ferroflow verify`: manufactured-solution order of accuracy, cavity benchmarks, the
+//! finite-element and finite-volume solvers' reference cases.
 use crate::backends::make_backend;
 use crate::input::{LoadedCase, Override};
 use crate::progress::Mode;
@@ -15,6 +16,7 @@ use ferroflow_cases::mms::{finest_orders, study, Manufactured, MmsRow};
 use ferroflow_cases::summary::{self, Summary};
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_fem::fractional::Controls;
+use ferroflow_mesh::generate::BoxCells;
 use ferroflow_solver::{Simulation, StopCriteria};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -27,7 +29,9 @@ Examples:
   ferroflow verify mms --dim 3 --energy      # observed order of accuracy, PASS or FAIL
   ferroflow verify cavity                    # the 2D cavities against Ghia et al. (1982)
   ferroflow verify cavity bdc2d --out verification
-  ferroflow verify ethier-steinman           # edge-based finite elements on tetrahedra")]
+  ferroflow verify ethier-steinman           # edge-based finite elements on tetrahedra
+  ferroflow verify sod                       # finite volumes: Sod's shock tube
+  ferroflow verify vortex                    # finite volumes: the isentropic vortex's orders")]
 pub enum VerifyCommand {
     /// Observed order of accuracy with manufactured solutions: PASS when every order on the
     /// finest pair of grids is within 2 ± 0.1 (with fourth-order differences: at least 1.9).
@@ -141,6 +145,38 @@ pub enum VerifyCommand {
         #[arg(long, default_value_t = 60.0)]
         end: f64,
     },
+    /// The finite-volume solver on Sod's shock tube (n × 2 × 2 slabs of hexahedra, prisms and
+    /// tetrahedra, t = 0.2): the L1 error in density against the exact solution and the
+    /// conservation of mass, momentum and energy; PASS when every error is within its bound
+    /// (n = 100: 0.0062 on hexahedra, 0.0089 on prisms and tetrahedra; n = 200: 0.0034 and
+    /// 0.0048; other n: none) and every total is conserved to 1e-12 relative.
+    #[command(after_help = "Examples:\n  ferroflow verify sod\n  \
+                            ferroflow verify sod --cells 100,200,400\n\n\
+                            Exit codes: 0 PASS, 1 FAIL or a runtime failure, 2 bad input.")]
+    Sod {
+        /// Cells along the tube of each slab.
+        #[arg(long, value_delimiter = ',', default_values_t = [100, 200])]
+        cells: Vec<usize>,
+        /// Output directory for sod.csv.
+        #[arg(long, default_value = "ferroflow-out/sod")]
+        out: PathBuf,
+    },
+    /// The finite-volume solver on the isentropic vortex (β = 5, carried to t = 2 across one
+    /// layer of n × n hexahedra, prisms or tetrahedra): the density's L2 error unlimited and
+    /// with van Albada's limiter, and the observed orders; PASS when, on the finest pair,
+    /// the unlimited order is at least 1.9 on hexahedra and 1.8 on prisms and tetrahedra (the
+    /// limited errors are reported only).
+    #[command(after_help = "Examples:\n  ferroflow verify vortex\n  \
+                            ferroflow verify vortex --cells 20,40,80,160\n\n\
+                            Exit codes: 0 PASS, 1 FAIL or a runtime failure, 2 bad input.")]
+    Vortex {
+        /// Cells per side of each mesh, at least two, ascending.
+        #[arg(long, value_delimiter = ',', default_values_t = [20, 40, 80])]
+        cells: Vec<usize>,
+        /// Output directory for vortex.csv.
+        #[arg(long, default_value = "ferroflow-out/vortex")]
+        out: PathBuf,
+    },
     /// Run the cavity cases and print the deviation from the published profiles (or, for the
     /// buoyancy-driven cavities, the published mean Nusselt number).
     #[command(after_help = "Examples:\n  ferroflow verify cavity\n  \
@@ -213,6 +249,140 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
             tolerance,
             end,
         } => dfg(&meshes, tolerance, end),
+        VerifyCommand::Sod { cells, out } => sod(&cells, &out),
+        VerifyCommand::Vortex { cells, out } => vortex(&cells, &out),
+    }
+}
+
+/// The finite-volume solver's meshes: (name, how a box's hexahedra are filled).
+const FV_CELLS: [(&str, BoxCells); 3] = [
+    ("hex", BoxCells::Hex),
+    ("prism", BoxCells::Prism),
+    ("tet", BoxCells::Tet6),
+];
+
+/// The output file `name` in `out`, its directory created.
+fn output_file(out: &Path, name: &str) -> Result<PathBuf, Failure> {
+    let path = out.join(name);
+    fs::create_dir_all(out)
+        .map_err(|e| Failure::input(format!("cannot write {}: {e}", path.display())))?;
+    Ok(path)
+}
+
+/// Sod's shock tube (see [`VerifyCommand::Sod`]), its table printed and written to
+/// `out/sod.csv`.
+fn sod(cells: &[usize], out: &Path) -> Result<(), Failure> {
+    if cells.is_empty() || cells.iter().any(|&n| n < 2 || n % 2 == 1) {
+        return Err(Failure::input(format!(
+            "--cells {cells:?}: even numbers of cells, at least 2"
+        )));
+    }
+    let path = output_file(out, "sod.csv")?;
+    let mut csv = String::from("cells,n,mesh_cells,steps,l1_density,bound,conservation,seconds\n");
+    println!(
+        "{:>6} {:>6} {:>8} {:>6} {:>11} {:>7} {:>12} {:>7}",
+        "cells", "n", "mesh", "steps", "L1 rho", "bound", "conserv.", "s"
+    );
+    let mut failed = Vec::new();
+    for (name, fill) in FV_CELLS {
+        for &n in cells {
+            let start = Instant::now();
+            let r = ferroflow_fv::sod::run(fill, n).map_err(Failure::runtime)?;
+            let seconds = start.elapsed().as_secs_f64();
+            let bound = match (n, fill) {
+                (100, BoxCells::Hex) => Some(0.0062),
+                (200, BoxCells::Hex) => Some(0.0034),
+                (100, _) => Some(0.0089),
+                (200, _) => Some(0.0048),
+                _ => None,
+            };
+            let conservation = r.conservation.iter().copied().fold(0.0, f64::max);
+            let shown = bound.map(|b| b.to_string()).unwrap_or_default();
+            println!(
+                "{name:>6} {n:>6} {:>8} {:>6} {:>11.5e} {shown:>7} {conservation:>12.3e} {seconds:>7.2}",
+                r.cells, r.steps, r.l1
+            );
+            csv += &format!(
+                "{name},{n},{},{},{:e},{shown},{conservation:e},{seconds:.3}\n",
+                r.cells, r.steps, r.l1
+            );
+            if bound.is_some_and(|b| r.l1.is_nan() || r.l1 > b) {
+                failed.push(format!("{name} n = {n}: L1 {:.5} above {shown}", r.l1));
+            }
+            if r.conservation.iter().any(|&e| e.is_nan() || e > 1e-12) {
+                failed.push(format!(
+                    "{name} n = {n}: conserved to {:?} only",
+                    r.conservation
+                ));
+            }
+        }
+    }
+    ferroflow_io::file::write(&path, csv).map_err(Failure::runtime)?;
+    if failed.is_empty() {
+        println!("PASS: every L1 density error within its bound, totals conserved to 1e-12");
+        Ok(())
+    } else {
+        Err(Failure::runtime(format!("FAIL: {}", failed.join("; "))))
+    }
+}
+
+/// The isentropic vortex (see [`VerifyCommand::Vortex`]), its table printed and written to
+/// `out/vortex.csv`.
+fn vortex(cells: &[usize], out: &Path) -> Result<(), Failure> {
+    use ferroflow_fv::vortex::{order, run};
+    use ferroflow_fv::Limiter;
+    if cells.len() < 2 || cells.windows(2).any(|w| w[0] >= w[1]) || cells[0] < 2 {
+        return Err(Failure::input(format!(
+            "--cells {cells:?}: at least two meshes, ascending, of at least 2 cells per side"
+        )));
+    }
+    let path = output_file(out, "vortex.csv")?;
+    let mut csv = String::from("cells,limiter,n,mesh_cells,steps,l2_density,order,seconds\n");
+    println!(
+        "{:>6} {:>10} {:>5} {:>8} {:>6} {:>11} {:>6} {:>7}",
+        "cells", "limiter", "n", "mesh", "steps", "L2 rho", "order", "s"
+    );
+    let mut failed = Vec::new();
+    let mut finest = Vec::new();
+    for (name, fill) in FV_CELLS {
+        for (limiter, label) in [(Limiter::None, "none"), (Limiter::VanAlbada, "van-albada")] {
+            let mut previous = None;
+            let mut last = f64::NAN;
+            for &n in cells {
+                let start = Instant::now();
+                let r = run(fill, n, limiter).map_err(Failure::runtime)?;
+                let seconds = start.elapsed().as_secs_f64();
+                let p = previous.as_ref().map(|c| order(c, &r));
+                let shown = p.map(|p| format!("{p:.3}")).unwrap_or_default();
+                println!(
+                    "{name:>6} {label:>10} {n:>5} {:>8} {:>6} {:>11.5e} {shown:>6} {seconds:>7.2}",
+                    r.cells, r.steps, r.l2
+                );
+                csv += &format!(
+                    "{name},{label},{n},{},{},{:e},{shown},{seconds:.3}\n",
+                    r.cells, r.steps, r.l2
+                );
+                last = p.unwrap_or(f64::NAN);
+                previous = Some(r);
+            }
+            if limiter == Limiter::None {
+                let needed = if fill == BoxCells::Hex { 1.9 } else { 1.8 };
+                finest.push(format!("{name} {last:.3} (>= {needed})"));
+                if last.is_nan() || last < needed {
+                    failed.push(format!("{name}: order {last:.3} below {needed}"));
+                }
+            }
+        }
+    }
+    ferroflow_io::file::write(&path, csv).map_err(Failure::runtime)?;
+    if failed.is_empty() {
+        println!(
+            "PASS: unlimited orders on the finest pair: {}",
+            finest.join(", ")
+        );
+        Ok(())
+    } else {
+        Err(Failure::runtime(format!("FAIL: {}", failed.join("; "))))
     }
 }
 
@@ -364,9 +534,7 @@ fn ethier_steinman(
             "--viscosity {nu}, --end {end}: both positive and finite"
         )));
     }
-    let path = out.join("ethier-steinman.csv");
-    fs::create_dir_all(out)
-        .map_err(|e| Failure::input(format!("cannot write {}: {e}", path.display())))?;
+    let path = output_file(out, "ethier-steinman.csv")?;
     let mut csv = String::from(
         "cells,nodes,steps,velocity_l2,pressure_l2,velocity_order,pressure_order,\
          cg_iterations_per_step,max_rms_divergence,seconds\n",

@@ -1842,3 +1842,86 @@ fn ethier_steinman_is_verified_and_tabulated() {
         "{err}"
     );
 }
+
+#[test]
+fn sod_is_verified_and_tabulated() {
+    let tmp = TempDir::new().unwrap();
+    let out = ferroflow(tmp.path())
+        .args(["verify", "sod", "--cells", "100", "--out", "sod"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("PASS: every L1 density error within its bound"),
+        "{text}"
+    );
+    let csv = fs::read_to_string(tmp.path().join("sod/sod.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4, "{csv}");
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args(["verify", "sod", "--cells", "7"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--cells [7]: even numbers of cells"), "{err}");
+}
+
+#[test]
+fn the_vortex_passes_on_fine_meshes_and_fails_on_coarse_ones() {
+    let tmp = TempDir::new().unwrap();
+    let out = ferroflow(tmp.path())
+        .args(["verify", "vortex", "--cells", "20,40", "--out", "v"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("PASS: unlimited orders on the finest pair"),
+        "{text}"
+    );
+    let csv = fs::read_to_string(tmp.path().join("v/vortex.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 13, "{csv}");
+    // 8 and 16 cells per side do not resolve the vortex: the orders fall short.
+    let (code, err) =
+        stderr_of(ferroflow(tmp.path()).args(["verify", "vortex", "--cells", "8,16"]));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("FAIL: hex: order"), "{err}");
+}
+
+#[test]
+fn bench_times_the_finite_volume_loops() {
+    let tmp = TempDir::new().unwrap();
+    let out = ferroflow(tmp.path())
+        .args(["bench", "--fv", "8", "--repeats", "1", "--threads", "1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 8³ hexahedra and 4³ × 6 tetrahedra, three loops each.
+    assert!(
+        text.contains("| hex | 512 | 1728 | faces: fluxes |"),
+        "{text}"
+    );
+    assert!(text.contains("| tet | 384 | "), "{text}");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("| hex") || l.starts_with("| tet"))
+            .count(),
+        6
+    );
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args(["bench", "--fv", "1"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--fv 1: the CPU backend and at least 2 cells"),
+        "{err}"
+    );
+}

@@ -1,0 +1,95 @@
+//! The calorically perfect gas: conservative variables U = (ρ, ρu, ρv, ρw, ρE) and primitive
+//! ones W = (ρ, u, v, w, p), conversions between them, the speed of sound and the inviscid
+//! flux through a face. Nondimensional with the gas constant 1, so that T = p/ρ.
+
+/// Conservative variables of a cell: ρ, ρu, ρv, ρw, ρE.
+pub type Cons = [f64; 5];
+/// Primitive variables: ρ, u, v, w, p.
+pub type Prim = [f64; 5];
+/// A point or vector in space.
+pub type Vec3 = [f64; 3];
+
+/// Dot product.
+#[inline]
+pub fn dot(a: Vec3, b: Vec3) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+/// The velocity of a primitive state.
+#[inline]
+pub fn velocity(w: &Prim) -> Vec3 {
+    [w[1], w[2], w[3]]
+}
+
+/// An ideal gas of ratio of specific heats `gamma`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Gas {
+    /// Ratio of specific heats.
+    pub gamma: f64,
+}
+
+impl Gas {
+    /// Air, γ = 1.4.
+    pub const AIR: Gas = Gas { gamma: 1.4 };
+
+    /// Primitive variables of `u`.
+    #[inline]
+    pub fn prim(self, u: &Cons) -> Prim {
+        let rho = u[0];
+        let inv = 1.0 / rho;
+        let v = [u[1] * inv, u[2] * inv, u[3] * inv];
+        let p = (self.gamma - 1.0) * (u[4] - 0.5 * rho * dot(v, v));
+        [rho, v[0], v[1], v[2], p]
+    }
+
+    /// Conservative variables of `w`.
+    #[inline]
+    pub fn cons(self, w: &Prim) -> Cons {
+        let v = velocity(w);
+        let e = w[4] / (self.gamma - 1.0) + 0.5 * w[0] * dot(v, v);
+        [w[0], w[0] * v[0], w[0] * v[1], w[0] * v[2], e]
+    }
+
+    /// Speed of sound.
+    #[inline]
+    pub fn sound(self, w: &Prim) -> f64 {
+        (self.gamma * w[4] / w[0]).sqrt()
+    }
+
+    /// Total enthalpy per unit mass, H = γ/(γ − 1) p/ρ + |V|²/2.
+    #[inline]
+    pub fn enthalpy(self, w: &Prim) -> f64 {
+        let v = velocity(w);
+        self.gamma / (self.gamma - 1.0) * w[4] / w[0] + 0.5 * dot(v, v)
+    }
+
+    /// The inviscid flux through a face of unit normal `n`, per unit area:
+    /// (ρV_n, ρV_n V + p n, ρV_n H).
+    #[inline]
+    pub fn flux(self, w: &Prim, n: Vec3) -> [f64; 5] {
+        let vn = dot(velocity(w), n);
+        let m = w[0] * vn;
+        [
+            m,
+            m * w[1] + w[4] * n[0],
+            m * w[2] + w[4] * n[1],
+            m * w[3] + w[4] * n[2],
+            m * self.enthalpy(w),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversions_round_trip() {
+        let w = [1.3, 0.2, -0.7, 0.4, 2.1];
+        let back = Gas::AIR.prim(&Gas::AIR.cons(&w));
+        for k in 0..5 {
+            assert!((back[k] - w[k]).abs() < 1e-15, "{back:?}");
+        }
+        assert!((Gas::AIR.sound(&w) - (1.4f64 * 2.1 / 1.3).sqrt()).abs() < 1e-15);
+    }
+}
