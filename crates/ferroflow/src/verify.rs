@@ -108,7 +108,7 @@ pub enum VerifyCommand {
         /// Reynolds number (lid speed 1, side 1).
         #[arg(long, default_value_t = 100.0)]
         reynolds: f64,
-        /// Steady when the largest |Δu| / Δt of a step falls below this.
+        /// Steady when the largest |Δu| / Δt and |Δp| / Δt of a step fall below this.
         #[arg(long, default_value_t = 1e-4)]
         tolerance: f64,
         /// Stop at this time if not steady by then.
@@ -134,7 +134,8 @@ pub enum VerifyCommand {
         /// Gmsh meshes of the channel (patches inlet, outlet, walls, cylinder), coarse to fine.
         #[arg(required = true)]
         meshes: Vec<PathBuf>,
-        /// Steady when the largest |Δu| / Δt of a step falls below this (m/s²).
+        /// Steady when the largest |Δu| / Δt (m/s²) and |Δp| / (ρ Δt) (m²/s³) of a step fall
+        /// below this.
         #[arg(long, default_value_t = 1e-4)]
         tolerance: f64,
         /// Stop at this time (s) if not steady by then.
@@ -299,7 +300,8 @@ fn lid_cube(
         .map_err(|e| Failure::input(format!("cannot write {}: {e}", out.display())))?;
     for &n in cells {
         let start = Instant::now();
-        let s = ferroflow_fem::lid_cube::run(n, re, tolerance, end).map_err(Failure::runtime)?;
+        let s = ferroflow_fem::lid_cube::run(n, re, Controls::default(), tolerance, end)
+            .map_err(Failure::runtime)?;
         let seconds = start.elapsed().as_secs_f64();
         for (name, header, profile) in [
             ("u", ["y", "u"], &s.u_profile),
@@ -320,8 +322,8 @@ fn lid_cube(
             (worst(&s.u_profile, u), worst(&s.v_profile, v))
         });
         println!(
-            "{n:>4} cells: {} steps to t = {:.2} ({}; max |du|/dt {:.1e}), {:.1} CG iterations / \
-             step, {seconds:.1} s{}",
+            "{n:>4} cells: {} steps to t = {:.2} ({}; max |du|/dt {:.1e}, |dp|/dt {:.1e}), {:.1} CG \
+             iterations / step, {seconds:.1} s{}",
             s.march.steps,
             s.march.time,
             if s.march.steady {
@@ -330,6 +332,7 @@ fn lid_cube(
                 "NOT steady"
             },
             s.march.rate,
+            s.march.pressure_rate,
             s.march.cg_iterations,
             deviation.map_or(String::new(), |(u, v)| format!(
                 "; max deviation from the reference: u {u:.4}, v {v:.4}"
