@@ -123,8 +123,9 @@ pub enum VerifyCommand {
     },
     /// The edge-based finite-element solver on the DFG 3D-1Z benchmark (steady flow around a
     /// cylinder in a channel at Re = 20) on Gmsh meshes of
-    /// crates/ferroflow-mesh/geo/dfg-channel.geo: drag and lift coefficients against the
-    /// reference intervals of Schäfer & Turek (1996).
+    /// crates/ferroflow-mesh/geo/dfg-channel.geo, marched with local time steps: drag and lift
+    /// coefficients (from the cylinder nodes' momentum residuals) against the reference
+    /// intervals of Schäfer & Turek (1996).
     #[command(
         after_help = "Examples:\n  gmsh crates/ferroflow-mesh/geo/dfg-channel.geo -3 -o dfg.msh\n  \
                             ferroflow verify dfg dfg.msh\n  \
@@ -134,11 +135,11 @@ pub enum VerifyCommand {
         /// Gmsh meshes of the channel (patches inlet, outlet, walls, cylinder), coarse to fine.
         #[arg(required = true)]
         meshes: Vec<PathBuf>,
-        /// Steady when the largest |Δu| / Δt (m/s²) and |Δp| / (ρ Δt) (m²/s³) of a step fall
-        /// below this.
+        /// Steady when the largest |Δu| / Δt (m/s²) and |Δp| / (ρ Δt) (m²/s³) of a step, Δt
+        /// each node's own, fall below this.
         #[arg(long, default_value_t = 1e-4)]
         tolerance: f64,
-        /// Stop at this time (s) if not steady by then.
+        /// Stop at this time (s, by the smallest local step) if not steady by then.
         #[arg(long, default_value_t = 60.0)]
         end: f64,
     },
