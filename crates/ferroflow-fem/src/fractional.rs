@@ -132,6 +132,14 @@ pub struct March {
     pub cg_iterations: f64,
 }
 
+/// What a step's momentum stages take from u^n ([`FractionalStep::freeze`]).
+pub struct Frozen {
+    /// τ of convection per node.
+    tau: Vec<f64>,
+    /// The convection's projection ξ per node.
+    xi: Vec<Vec3>,
+}
+
 /// The solver's state on one mesh.
 pub struct FractionalStep {
     ops: EdgeOperators,
@@ -286,57 +294,17 @@ impl FractionalStep {
         boundary: &(dyn Fn(usize, f64) -> Vec3 + Sync),
     ) -> StepReport {
         let n = self.ops.nodes();
-        let ops = &self.ops;
-        let (nu, rho) = (self.fluid.viscosity, self.fluid.density);
-        // Frozen for the step: τ of convection, the convection's projection ξ, p^n.
-        let tau_c = self.tau(self.controls.convection_factor);
+        let frozen = self.freeze();
         let u0 = self.u.clone();
-        let xi: Vec<Vec3> = (0..n)
-            .into_par_iter()
-            .with_min_len(MIN_ROWS)
-            .map(|i| {
-                let (cols, terms) = ops.row(i);
-                let a = u0[i];
-                let s = gather3(cols, terms, |j, e| {
-                    let c = dot(a, e.ni_dnj);
-                    sub(u0[j], a).map(|d| c * d)
-                });
-                s.map(|v| v / ops.lumped[i])
-            })
-            .collect();
-        let p = &self.p;
-        let rhs = |u: &[Vec3]| -> Vec<Vec3> {
-            (0..n)
-                .into_par_iter()
-                .with_min_len(MIN_ROWS)
-                .map(|i| {
-                    let (cols, terms) = ops.row(i);
-                    let a = u[i];
-                    gather3(cols, terms, |j, e| {
-                        let du = sub(u[j], a);
-                        let conv = dot(a, e.ni_dnj);
-                        let low = quadratic(&e.laplacian, a);
-                        let dxi = sub(xi[j], xi[i]);
-                        let dp = (p[j] - p[i]) / rho;
-                        let visc = nu * e.laplacian_trace();
-                        std::array::from_fn(|c| {
-                            -(conv + visc + tau_c[i] * low) * du[c]
-                                - dp * e.ni_dnj[c]
-                                - tau_c[i] * conv * dxi[c]
-                        })
-                    })
-                })
-                .collect()
-        };
         // Classical Runge–Kutta: stage velocities at t + α Δt, weights β.
         const ALPHA: [f64; 3] = [0.5, 0.5, 1.0];
         const BETA: [f64; 4] = [1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0];
         let mut stage = u0.clone();
         let mut sum = u0.clone();
         for s in 0..4 {
-            let r = rhs(&stage);
+            let r = self.momentum(&frozen, &stage);
             for i in 0..n {
-                let m = dt[i] / ops.lumped[i];
+                let m = dt[i] / self.ops.lumped[i];
                 for c in 0..3 {
                     sum[i][c] += BETA[s] * m * r[i][c];
                     if s < 3 {
@@ -358,6 +326,64 @@ impl FractionalStep {
             pressure,
             divergence,
         }
+    }
+
+    /// What a step freezes at u^n for its four stages: τ of convection and the convection's
+    /// projection ξ.
+    pub fn freeze(&self) -> Frozen {
+        let ops = &self.ops;
+        let u = &self.u;
+        let xi = (0..ops.nodes())
+            .into_par_iter()
+            .with_min_len(MIN_ROWS)
+            .map(|i| {
+                let (cols, terms) = ops.row(i);
+                let a = u[i];
+                let s = gather3(cols, terms, |j, e| {
+                    let c = dot(a, e.ni_dnj);
+                    sub(u[j], a).map(|d| c * d)
+                });
+                s.map(|v| v / ops.lumped[i])
+            })
+            .collect();
+        Frozen {
+            tau: self.tau(self.controls.convection_factor),
+            xi,
+        }
+    }
+
+    /// The momentum's right-hand side M du/dt at the stage velocity `u` with p^n (the module's
+    /// comment): one pass over the directed edges.
+    pub fn momentum(&self, frozen: &Frozen, u: &[Vec3]) -> Vec<Vec3> {
+        let ops = &self.ops;
+        let (nu, rho) = (self.fluid.viscosity, self.fluid.density);
+        let (p, xi, tau) = (&self.p, &frozen.xi, &frozen.tau);
+        (0..ops.nodes())
+            .into_par_iter()
+            .with_min_len(MIN_ROWS)
+            .map(|i| {
+                let (cols, terms) = ops.row(i);
+                let a = u[i];
+                gather3(cols, terms, |j, e| {
+                    let du = sub(u[j], a);
+                    let conv = dot(a, e.ni_dnj);
+                    let low = quadratic(&e.laplacian, a);
+                    let dxi = sub(xi[j], xi[i]);
+                    let dp = (p[j] - p[i]) / rho;
+                    let visc = nu * e.laplacian_trace();
+                    std::array::from_fn(|c| {
+                        -(conv + visc + tau[i] * low) * du[c]
+                            - dp * e.ni_dnj[c]
+                            - tau[i] * conv * dxi[c]
+                    })
+                })
+            })
+            .collect()
+    }
+
+    /// The pressure matrix H of the last step.
+    pub fn pressure_matrix(&self) -> &Matrix {
+        &self.matrix
     }
 
     /// Steps of the stability estimate's size (one for all nodes, or each node's own with

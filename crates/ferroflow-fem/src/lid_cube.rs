@@ -7,7 +7,7 @@
 //! along y = z = 0.5) are what the structured solver's cavity3d cases print.
 use crate::fractional::{Controls, Fluid, FractionalStep, March};
 use ferroflow_mesh::generate::{box_mesh, BoxCells};
-use ferroflow_mesh::MeshError;
+use ferroflow_mesh::{Mesh, MeshError};
 
 /// A steady run's outcome.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,6 +18,38 @@ pub struct Steady {
     pub u_profile: Vec<(f64, f64)>,
     /// (x, v) on the horizontal centreline, x increasing.
     pub v_profile: Vec<(f64, f64)>,
+}
+
+/// The cube of `cells` cells per axis at Reynolds number `re`, at rest, with `controls`: its
+/// mesh, the solver and the velocity each node is held at if fixed.
+pub fn cube(
+    cells: usize,
+    re: f64,
+    controls: Controls,
+) -> Result<(Mesh, FractionalStep, Vec<[f64; 3]>), MeshError> {
+    let mesh = box_mesh(BoxCells::Tet6, [cells; 3], [1.0; 3])?;
+    let n = mesh.nodes.len();
+    let mut fixed = vec![false; n];
+    for (_, nodes) in mesh.faces.iter() {
+        nodes.iter().for_each(|&i| fixed[i as usize] = true);
+    }
+    // The lid's own nodes: its edges, shared with the side walls, stay at rest.
+    let inside = |c: f64| c > 0.0 && c < 1.0;
+    let held: Vec<[f64; 3]> = (mesh.nodes.iter())
+        .map(|x| match x[1] == 1.0 && inside(x[0]) && inside(x[2]) {
+            true => [1.0, 0.0, 0.0],
+            false => [0.0; 3],
+        })
+        .collect();
+    let mut fixed_p = vec![false; n];
+    fixed_p[0] = true;
+    let fluid = Fluid {
+        viscosity: 1.0 / re,
+        density: 1.0,
+    };
+    let u = held.clone();
+    let solver = FractionalStep::new(&mesh, fluid, controls, fixed, fixed_p, u, vec![0.0; n])?;
+    Ok((mesh, solver, held))
 }
 
 /// Marches the cube of `cells` cells per axis (even: the centrelines are node lines) at
@@ -35,29 +67,8 @@ pub fn run(
             "{cells} cells per axis: an even number puts nodes on the centrelines"
         )));
     }
-    let mesh = box_mesh(BoxCells::Tet6, [cells; 3], [1.0; 3])?;
-    let n = mesh.nodes.len();
-    let mut fixed = vec![false; n];
-    for (_, nodes) in mesh.faces.iter() {
-        nodes.iter().for_each(|&i| fixed[i as usize] = true);
-    }
-    // The lid's own nodes: its edges, shared with the side walls, stay at rest.
-    let inside = |c: f64| c > 0.0 && c < 1.0;
-    let lid: Vec<bool> = (mesh.nodes.iter())
-        .map(|x| x[1] == 1.0 && inside(x[0]) && inside(x[2]))
-        .collect();
-    let mut fixed_p = vec![false; n];
-    fixed_p[0] = true;
-    let u: Vec<[f64; 3]> = (0..n)
-        .map(|i| if lid[i] { [1.0, 0.0, 0.0] } else { [0.0; 3] })
-        .collect();
-    let fluid = Fluid {
-        viscosity: 1.0 / re,
-        density: 1.0,
-    };
-    let mut solver = FractionalStep::new(&mesh, fluid, controls, fixed, fixed_p, u, vec![0.0; n])?;
-    let boundary = move |i: usize, _: f64| if lid[i] { [1.0, 0.0, 0.0] } else { [0.0; 3] };
-    let march = solver.march(tolerance, end, &boundary);
+    let (mesh, mut solver, held) = cube(cells, re, controls)?;
+    let march = solver.march(tolerance, end, &|i, _| held[i]);
     let line = |along: usize, fixed: [usize; 2], component: usize| {
         let mut points: Vec<(f64, f64)> = (mesh.nodes.iter().zip(&solver.u))
             .filter(|(x, _)| fixed.iter().all(|&a| x[a] == 0.5))
