@@ -27,8 +27,9 @@ impl Matrix {
         self.diagonal.len()
     }
 
-    /// (S A S x)_I with S = `scale` (a diagonal), for every row: `out`.
-    fn scaled_product(&self, scale: &[f64], x: &[f64], out: &mut [f64]) {
+    /// (S A S x)_I with S = `scale` (a diagonal), for every row: `out` (the solver's
+    /// matrix–vector product).
+    pub fn scaled_product(&self, scale: &[f64], x: &[f64], out: &mut [f64]) {
         out.par_iter_mut()
             .with_min_len(MIN_ROWS)
             .enumerate()

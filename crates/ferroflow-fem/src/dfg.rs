@@ -2,14 +2,21 @@
 //! the channel [0, 2.5] × [0, 0.41]² m around a cylinder of diameter D = 0.1 m spanning z,
 //! axis at (x, y) = (0.5, 0.2); ν = 1e-3 m²/s, ρ = 1; inflow U(0, y, z) = 16 U_m y z (H − y)
 //! (H − z) / H⁴ with U_m = 0.45 m/s, H = 0.41 m; no slip on the walls and the cylinder;
-//! the pressure held at zero on the outlet, whose velocity is free. The forces on the cylinder
-//! are integrated over its faces, σ = −p I + ρν (∇u + ∇uᵀ) with ∇u of each face's
-//! tetrahedron and p the mean of its nodes, and made coefficients with the mean inflow speed
-//! Ū = 4 U_m / 9 = 0.2 m/s: c = 2 F / (ρ Ū² D H). The mesh comes from a file (the patches
-//! inlet, outlet, walls, cylinder of `crates/ferroflow-mesh/geo/dfg-channel.geo`).
-use crate::edges::tet_gradients;
+//! the pressure held at zero on the outlet, whose velocity is free. The march takes local time
+//! steps ([`Controls::local_time_steps`]): the smallest cells, at the cylinder, would
+//! otherwise set every node's step.
+//!
+//! The force on the cylinder is the reaction of its no-slip nodes in the discrete momentum
+//! equations (the consistent, residual form; surface integrals of each tetrahedron's constant
+//! gradient are first order): with the weak forms, the momentum equation tested by N_I is
+//! ∫ N_I ρ (∂u/∂t + u·∇u) − ∫ p ∇N_I + ρν ∫ ∇N_I·∇u = ∮ N_I σ·n, n out of the fluid, and the
+//! N_I of the cylinder's nodes add up to one on it, so at a steady state F = −Σ_I [ρν Σ_J L_IJ
+//! (u_J − u_I) − Σ_J (G_IJ p_J − ∇_IJ p_I)] over those nodes (convection and stabilisation
+//! vanish there with u_I = 0; ν ∇u in place of ν (∇u + ∇uᵀ) gives the same force on a no-slip
+//! body). It is made a coefficient with the mean inflow speed Ū = 4 U_m / 9 = 0.2 m/s: c = 2 F
+//! / (ρ Ū² D H). The mesh comes from a file (the patches inlet, outlet, walls, cylinder of
+//! `crates/ferroflow-mesh/geo/dfg-channel.geo`).
 use crate::fractional::{Controls, Fluid, FractionalStep, March};
-use ferroflow_mesh::topology::{self, points};
 use ferroflow_mesh::{Mesh, MeshError};
 
 /// Channel height and width H (m).
@@ -90,11 +97,14 @@ pub fn run(mesh: &Mesh, tolerance: f64, end: f64) -> Result<Forces, MeshError> {
         viscosity: NU,
         density: 1.0,
     };
-    let controls = Controls::default();
+    let controls = Controls {
+        local_time_steps: true,
+        ..Controls::default()
+    };
     let mut solver = FractionalStep::new(mesh, fluid, controls, fixed, outlet, u, vec![0.0; n])?;
     let boundary = move |i: usize, _: f64| held(i);
     let march = solver.march(tolerance, end, &boundary);
-    let [fx, fy, _] = force(mesh, &solver, &cylinder)?;
+    let [fx, fy, _] = force(&solver, &cylinder);
     let scale = 2.0 / ((4.0 * U_MAX / 9.0).powi(2) * D * H);
     Ok(Forces {
         size: [n, mesh.cells.len()],
@@ -104,40 +114,23 @@ pub fn run(mesh: &Mesh, tolerance: f64, end: f64) -> Result<Forces, MeshError> {
     })
 }
 
-/// The force of the fluid on the boundary faces all of whose nodes `on` marks: Σ σ·n A over
-/// them, n pointing into the fluid.
-fn force(mesh: &Mesh, s: &FractionalStep, on: &[bool]) -> Result<[f64; 3], MeshError> {
-    let faces = topology::faces(mesh)?;
-    let rho_nu = NU;
+/// The force of the fluid on the no-slip nodes `on` marks, from their momentum equations'
+/// residuals (see the module's comment).
+fn force(s: &FractionalStep, on: &[bool]) -> [f64; 3] {
+    let ops = s.operators();
     let mut total = [0.0; 3];
-    for f in faces.internal..faces.cells.len() {
-        let face = faces.nodes.nodes(f);
-        if !face.iter().all(|&i| on[i as usize]) {
-            continue;
-        }
-        let cell = faces.cells[f][0] as usize;
-        let cell_nodes = mesh.cells.nodes(cell);
-        let x = points(mesh, cell_nodes);
-        let (_, g) = tet_gradients(&[x[0], x[1], x[2], x[3]]);
-        // ∇u_ab = ∂u_a/∂x_b in the tetrahedron.
-        let mut grad = [[0.0; 3]; 3];
-        for (k, &node) in cell_nodes.iter().enumerate() {
+    for i in (0..ops.nodes()).filter(|&i| on[i]) {
+        let (cols, terms) = ops.row(i);
+        for (&j, e) in cols.iter().zip(terms) {
+            let j = j as usize;
+            let viscous = NU * e.laplacian_trace();
             for a in 0..3 {
-                for b in 0..3 {
-                    grad[a][b] += s.u[node as usize][a] * g[k][b];
-                }
+                let weak_p = e.dni_nj[a] * s.p[j] - e.ni_dnj[a] * s.p[i];
+                total[a] -= viscous * (s.u[j][a] - s.u[i][a]) - weak_p;
             }
         }
-        let p = face.iter().map(|&i| s.p[i as usize]).sum::<f64>() / face.len() as f64;
-        // The face's area vector points out of the fluid; the body's normal is its opposite.
-        let (area, _) = topology::face_geometry(&points(mesh, face));
-        let n = area.map(|c| -c);
-        for a in 0..3 {
-            let viscous: f64 = (0..3).map(|b| (grad[a][b] + grad[b][a]) * n[b]).sum();
-            total[a] += -p * n[a] + rho_nu * viscous;
-        }
     }
-    Ok(total)
+    total
 }
 
 #[cfg(test)]

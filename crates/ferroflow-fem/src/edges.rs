@@ -146,8 +146,8 @@ impl EdgeOperators {
         })
     }
 
-    /// Σ_J L_IJ (u_J − u_I) = −∫ ∇N_I · ∇u plus the boundary flux at boundary nodes (≈ −M_II
-    /// ∆u at I inside), at every node.
+    /// Σ_J L_IJ (u_J − u_I) = ∫ ∇N_I · ∇u (≈ −M_II ∆u at I inside; at boundary nodes with
+    /// the boundary flux), at every node.
     pub fn laplacian(&self, u: &[f64]) -> Vec<f64> {
         self.per_node(|i, cols, terms| {
             let mut s = 0.0;

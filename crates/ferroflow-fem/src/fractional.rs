@@ -3,11 +3,8 @@
 //! 1. momentum by the classical four-stage Runge–Kutta method, pressure p^n, the stabilisation
 //!    parameters τ and the convection's projection ξ frozen at u^n: the velocity û;
 //! 2. the pressure increment δp from H δp = f by [`crate::cg`];
-//! 3. u^(n+1) = û − (Δt/ρ) M⁻¹ Σ_J ∇_IJ (δp_J − δp_I), p^(n+1) = p^n + δp − ν M⁻¹ Σ_J
-//!    ∇_IJ·(û_J − û_I), the rotational form: with p^n + δp alone, δp's homogeneous Neumann
-//!    condition froze ∂p/∂n at the walls at its initial value, and the Ethier–Steinman
-//!    pressure error fell at order 0.9 (L2 0.66 on 32³ cells at t = 0.1) instead of 1.6–2.6
-//!    (0.065).
+//! 3. u^(n+1) = û − (Δt/ρ) M⁻¹ Σ_J ∇_IJ (δp_J − δp_I), p^(n+1) = p^n + δp + ν Δt M⁻¹ K δp
+//!    (the rotational term, below).
 //!
 //! Momentum, per node I (lumped mass M_II, convecting velocity a = the stage's own u):
 //! M_II du_I/dt = − Σ_J (a_I·∇_IJ)(u_J − u_I) − ρ⁻¹ Σ_J ∇_IJ (p_J − p_I) − ν Σ_J L_IJ (u_J − u_I)
@@ -15,16 +12,40 @@
 //! split orthogonal-subscale stabilisation ∫ τ (a·∇N_I)(a·∇u − ξ), ξ_I = M_II⁻¹ Σ_J
 //! (a_I·∇_IJ)(a_J − a_I) the projection of the convective term (sums over J ≠ I).
 //!
-//! Continuity, stabilised the same way, ∫ N_I ∇·u + ∫ τ ∇N_I·(∇p − ξ_p) = 0 at n + 1 with
-//! u^(n+1) from step 3 and D M⁻¹ G replaced by the Laplacian, gives (derived here; the seed's
-//! paper and code disagree on the signs and on θ, spec I.2) the symmetric positive semidefinite
-//! H_IJ = (Δt/ρ + τ_IJ) L_IJ, H_II = −Σ_J H_IJ, and f_I = −Σ_J ∇_IJ·(û_J − û_I)
-//! − Σ_J τ_IJ L_IJ (p^n_J − p^n_I) + Σ_J τ_IJ G_IJ·(ξ_p,J − ξ_p,I), ξ_p = M⁻¹ Σ_J ∇_IJ (p^n_J −
-//! p^n_I) the pressure gradient's projection, τ_IJ = (τ_I + τ_J) / 2. Nodes of fixed pressure
-//! keep δp = 0 (the seed's penalty on the diagonal).
+//! Continuity, stabilised the same way, D u + τ (K p − W ξ_p) = 0 with (D u)_I = Σ_J
+//! ∇_IJ·(u_J − u_I) = ∫ N_I ∇·u, (K p)_I = Σ_J L_IJ (p_J − p_I) = ∫ ∇N_I·∇p, (W ξ)_I = Σ_J (G_IJ·ξ_J
+//! − ∇_IJ·ξ_I) = ∫ ∇N_I·ξ exactly (the seed kernel's volume form) and ξ_p = M⁻¹ Σ_J ∇_IJ (p_J −
+//! p_I) the pressure gradient's projection, at n + 1 with u^(n+1) from step 3 and −D M⁻¹ G
+//! replaced by K, gives (derived here; the seed's paper and code disagree on the signs and on
+//! θ, spec I.2) H δp = f with the symmetric positive semidefinite H_IJ = (Δt/ρ + τ_IJ) L_IJ,
+//! H_II = −Σ_J H_IJ, f = −D û − τ (K p^n − W ξ_p^n), τ_IJ = (τ_I + τ_J) / 2 in K and W. W keeps
+//! the boundary integral ∮ N_I ξ·n that the shorter Σ_J G_IJ·(ξ_J − ξ_I) drops: without it the
+//! stabilisation weakly imposes ∂p/∂n = 0 at walls, and Σ_I f_I ≠ 0.
+//!
+//! Nodes of fixed pressure keep δp = 0 (the seed's penalty on the diagonal). A single such node
+//! only sets the pressure's level: H δp = f is then the singular Neumann problem on every
+//! node, solved with f less its mean (the mass defect of the boundary velocity spread over the
+//! nodes rather than sourced at that node, which put a growing spike into the Ethier–Steinman
+//! pressure: L2 error 6.0 on 16³ instead of 0.43), and δp shifted to zero there.
+//!
+//! The rotational term: the continuous rotational form p^(n+1) = p^n + δp − ρν ∇·û takes the
+//! divergence the pressure equation removes. Its discrete twin is the stabilised continuity
+//! residual of û at p^(n+1), D û + τ (K p^(n+1) − W ξ_p^n) = −(Δt/ρ) K δp by the pressure
+//! equation, so the update adds ν Δt M⁻¹ K δp. It vanishes with δp, so a steady state is a
+//! fixed point: δp = 0 gives û = u^n with the momentum residual zero and f = 0, the stabilised
+//! continuity; p^(n+1) = p^n forces (I + ν Δt M⁻¹ K) δp = 0, δp = 0. (The earlier − ν M⁻¹ D û
+//! does not vanish there, D u = −τ (K p − W ξ_p) ≠ 0: a δp ≠ 0 balanced it, with a momentum
+//! residual ∝ Δt, and the steady profiles on 6³ moved by 4.8e-4 from Δt = 0.01 to 0.004.)
 //!
 //! τ takes the seed code's form: 1 / (2|u_I|/h_I + c/Δt_avg + 4ν/h_I²), c = 1 for pressure and
 //! 0.01 for convection, h_I = M_II^(1/3), Δt_avg = min_I 1 / (2|u_I|/h_I + 4ν/h_I²).
+//!
+//! Local time steps ([`Controls::local_time_steps`], for steady states only; the seed steps
+//! every node by the smallest stable Δt): each node takes its own stability estimate Δt_I, in
+//! the momentum's M⁻¹ as Δt_I M_II⁻¹, in H and the rotational term's K as Δt_IJ = (Δt_I +
+//! Δt_J) / 2 per edge (K_Δt), in the correction as Δt_I. τ does not depend on Δt, so the
+//! steady state, the fixed point above, is the same as with one Δt; only the way to it is
+//! not time-accurate.
 use crate::cg::{self, Matrix, Outcome};
 use crate::edges::{EdgeOperators, EdgeTerms};
 use crate::sum::{sums, MIN_ROWS};
@@ -65,6 +86,9 @@ pub struct Controls {
     pub cg_tolerance: f64,
     /// Most iterations of the pressure solve.
     pub cg_iterations: usize,
+    /// [`FractionalStep::march`] steps each node by its own stable time step, no more than
+    /// `dt_max` (steady states only: see the module's comment).
+    pub local_time_steps: bool,
 }
 
 impl Default for Controls {
@@ -76,6 +100,7 @@ impl Default for Controls {
             convection_factor: 0.01,
             cg_tolerance: 1e-10,
             cg_iterations: 2000,
+            local_time_steps: false,
         }
     }
 }
@@ -95,14 +120,24 @@ pub struct StepReport {
 pub struct March {
     /// Time steps taken.
     pub steps: usize,
-    /// Time reached.
+    /// Time reached (with local time steps: by the smallest).
     pub time: f64,
-    /// Largest |u^(n+1) − u^n| / Δt of the last step.
+    /// Largest |u^(n+1) − u^n| / Δt of the last step (Δt the node's own).
     pub rate: f64,
-    /// Whether `rate` fell below the tolerance.
+    /// Largest |p^(n+1) − p^n| / (ρ Δt) of the last step.
+    pub pressure_rate: f64,
+    /// Whether both rates fell below the tolerance.
     pub steady: bool,
     /// Mean CG iterations per step.
     pub cg_iterations: f64,
+}
+
+/// What a step's momentum stages take from u^n ([`FractionalStep::freeze`]).
+pub struct Frozen {
+    /// τ of convection per node.
+    tau: Vec<f64>,
+    /// The convection's projection ξ per node.
+    xi: Vec<Vec3>,
 }
 
 /// The solver's state on one mesh.
@@ -114,6 +149,8 @@ pub struct FractionalStep {
     h: Vec<f64>,
     fixed_velocity: Vec<bool>,
     fixed_pressure: Vec<bool>,
+    /// The node of fixed pressure when there is only one: it sets the level.
+    level: Option<usize>,
     /// The pressure matrix, refilled every step (the node graph's pattern).
     matrix: Matrix,
     /// Velocity at the nodes.
@@ -141,7 +178,7 @@ fn gather3(
 impl FractionalStep {
     /// The solver on a tetrahedral `mesh`, velocity held at the nodes `fixed_velocity` marks
     /// and pressure at those of `fixed_pressure` (at least one, or the pressure has no
-    /// level), from the state `u`, `p`.
+    /// level; only one: it sets the level, see the module's comment), from the state `u`, `p`.
     pub fn new(
         mesh: &Mesh,
         fluid: Fluid,
@@ -169,6 +206,11 @@ impl FractionalStep {
             values: vec![0.0; ops.columns.len()],
             diagonal: vec![0.0; n],
         };
+        let mut fixed_nodes = (0..n).filter(|&i| fixed_pressure[i]);
+        let level = match (fixed_nodes.next(), fixed_nodes.next()) {
+            (Some(i), None) => Some(i),
+            _ => None,
+        };
         Ok(FractionalStep {
             h: ops.lumped.iter().map(|m| m.cbrt()).collect(),
             ops,
@@ -176,6 +218,7 @@ impl FractionalStep {
             controls,
             fixed_velocity,
             fixed_pressure,
+            level,
             matrix,
             u,
             p,
@@ -187,11 +230,18 @@ impl FractionalStep {
         &self.ops
     }
 
-    /// The time step of the stability estimate: min_I CFL / (2|u|/h_min + 4ν/h_min²), |u| the
-    /// larger of |u_I| and |u_I − u_J| over the neighbours, at most `dt_max`.
+    /// The time step of the stability estimate: min_I of [`FractionalStep::local_time_steps`].
     pub fn time_step(&self) -> f64 {
+        self.local_time_steps()
+            .into_iter()
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// Each node's stability estimate, CFL / (2|u|/h_min + 4ν/h_min²), |u| the larger of |u_I|
+    /// and |u_I − u_J| over the neighbours, at most `dt_max`.
+    pub fn local_time_steps(&self) -> Vec<f64> {
         let nu = self.fluid.viscosity;
-        let worst = (0..self.ops.nodes())
+        (0..self.ops.nodes())
             .into_par_iter()
             .with_min_len(MIN_ROWS)
             .map(|i| {
@@ -200,10 +250,10 @@ impl FractionalStep {
                     .map(|&j| norm(sub(self.u[j as usize], self.u[i])))
                     .fold(norm(self.u[i]), f64::max);
                 let h = self.ops.h_min[i];
-                2.0 * speed / h + 4.0 * nu / (h * h)
+                let dt = self.controls.cfl / (2.0 * speed / h + 4.0 * nu / (h * h));
+                dt.min(self.controls.dt_max)
             })
-            .reduce(|| 0.0, f64::max);
-        (self.controls.cfl / worst).min(self.controls.dt_max)
+            .collect()
     }
 
     /// τ at every node for the factor `c` (see the module's comment).
@@ -231,58 +281,30 @@ impl FractionalStep {
         t: f64,
         boundary: &(dyn Fn(usize, f64) -> Vec3 + Sync),
     ) -> StepReport {
+        self.advance(&vec![dt; self.ops.nodes()], dt, t, boundary)
+    }
+
+    /// [`FractionalStep::step`] by `dt[I]` at node I; the boundary is taken at times from `t`
+    /// to `t + dt_boundary`.
+    fn advance(
+        &mut self,
+        dt: &[f64],
+        dt_boundary: f64,
+        t: f64,
+        boundary: &(dyn Fn(usize, f64) -> Vec3 + Sync),
+    ) -> StepReport {
         let n = self.ops.nodes();
-        let ops = &self.ops;
-        let (nu, rho) = (self.fluid.viscosity, self.fluid.density);
-        // Frozen for the step: τ of convection, the convection's projection ξ, p^n.
-        let tau_c = self.tau(self.controls.convection_factor);
+        let frozen = self.freeze();
         let u0 = self.u.clone();
-        let xi: Vec<Vec3> = (0..n)
-            .into_par_iter()
-            .with_min_len(MIN_ROWS)
-            .map(|i| {
-                let (cols, terms) = ops.row(i);
-                let a = u0[i];
-                let s = gather3(cols, terms, |j, e| {
-                    let c = dot(a, e.ni_dnj);
-                    sub(u0[j], a).map(|d| c * d)
-                });
-                s.map(|v| v / ops.lumped[i])
-            })
-            .collect();
-        let p = &self.p;
-        let rhs = |u: &[Vec3]| -> Vec<Vec3> {
-            (0..n)
-                .into_par_iter()
-                .with_min_len(MIN_ROWS)
-                .map(|i| {
-                    let (cols, terms) = ops.row(i);
-                    let a = u[i];
-                    gather3(cols, terms, |j, e| {
-                        let du = sub(u[j], a);
-                        let conv = dot(a, e.ni_dnj);
-                        let low = quadratic(&e.laplacian, a);
-                        let dxi = sub(xi[j], xi[i]);
-                        let dp = (p[j] - p[i]) / rho;
-                        let visc = nu * e.laplacian_trace();
-                        std::array::from_fn(|c| {
-                            -(conv + visc + tau_c[i] * low) * du[c]
-                                - dp * e.ni_dnj[c]
-                                - tau_c[i] * conv * dxi[c]
-                        })
-                    })
-                })
-                .collect()
-        };
         // Classical Runge–Kutta: stage velocities at t + α Δt, weights β.
         const ALPHA: [f64; 3] = [0.5, 0.5, 1.0];
         const BETA: [f64; 4] = [1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0];
         let mut stage = u0.clone();
         let mut sum = u0.clone();
         for s in 0..4 {
-            let r = rhs(&stage);
+            let r = self.momentum(&frozen, &stage);
             for i in 0..n {
-                let m = dt / ops.lumped[i];
+                let m = dt[i] / self.ops.lumped[i];
                 for c in 0..3 {
                     sum[i][c] += BETA[s] * m * r[i][c];
                     if s < 3 {
@@ -291,11 +313,11 @@ impl FractionalStep {
                 }
             }
             if s < 3 {
-                self.hold(&mut stage, t + ALPHA[s] * dt, boundary);
+                self.hold(&mut stage, t + ALPHA[s] * dt_boundary, boundary);
             }
         }
         let mut u_hat = sum;
-        self.hold(&mut u_hat, t + dt, boundary);
+        self.hold(&mut u_hat, t + dt_boundary, boundary);
         let pressure = self.pressure(dt, &mut u_hat);
         // Fixed nodes hold their values at t + Δt: the correction skips them.
         self.u = u_hat;
@@ -306,24 +328,93 @@ impl FractionalStep {
         }
     }
 
-    /// Steps of the stability estimate's size from time 0 until the largest |u^(n+1) − u^n| /
-    /// Δt of a step falls below `tolerance` or the time reaches `end`.
+    /// What a step freezes at u^n for its four stages: τ of convection and the convection's
+    /// projection ξ.
+    pub fn freeze(&self) -> Frozen {
+        let ops = &self.ops;
+        let u = &self.u;
+        let xi = (0..ops.nodes())
+            .into_par_iter()
+            .with_min_len(MIN_ROWS)
+            .map(|i| {
+                let (cols, terms) = ops.row(i);
+                let a = u[i];
+                let s = gather3(cols, terms, |j, e| {
+                    let c = dot(a, e.ni_dnj);
+                    sub(u[j], a).map(|d| c * d)
+                });
+                s.map(|v| v / ops.lumped[i])
+            })
+            .collect();
+        Frozen {
+            tau: self.tau(self.controls.convection_factor),
+            xi,
+        }
+    }
+
+    /// The momentum's right-hand side M du/dt at the stage velocity `u` with p^n (the module's
+    /// comment): one pass over the directed edges.
+    pub fn momentum(&self, frozen: &Frozen, u: &[Vec3]) -> Vec<Vec3> {
+        let ops = &self.ops;
+        let (nu, rho) = (self.fluid.viscosity, self.fluid.density);
+        let (p, xi, tau) = (&self.p, &frozen.xi, &frozen.tau);
+        (0..ops.nodes())
+            .into_par_iter()
+            .with_min_len(MIN_ROWS)
+            .map(|i| {
+                let (cols, terms) = ops.row(i);
+                let a = u[i];
+                gather3(cols, terms, |j, e| {
+                    let du = sub(u[j], a);
+                    let conv = dot(a, e.ni_dnj);
+                    let low = quadratic(&e.laplacian, a);
+                    let dxi = sub(xi[j], xi[i]);
+                    let dp = (p[j] - p[i]) / rho;
+                    let visc = nu * e.laplacian_trace();
+                    std::array::from_fn(|c| {
+                        -(conv + visc + tau[i] * low) * du[c]
+                            - dp * e.ni_dnj[c]
+                            - tau[i] * conv * dxi[c]
+                    })
+                })
+            })
+            .collect()
+    }
+
+    /// The pressure matrix H of the last step.
+    pub fn pressure_matrix(&self) -> &Matrix {
+        &self.matrix
+    }
+
+    /// Steps of the stability estimate's size (one for all nodes, or each node's own with
+    /// [`Controls::local_time_steps`]) from time 0 until the largest |u^(n+1) − u^n| / Δt and
+    /// |p^(n+1) − p^n| / (ρ Δt) of a step fall below `tolerance` or the time reaches `end`.
     pub fn march(
         &mut self,
         tolerance: f64,
         end: f64,
         boundary: &(dyn Fn(usize, f64) -> Vec3 + Sync),
     ) -> March {
-        let (mut time, mut steps, mut cg, mut rate) = (0.0, 0, 0, f64::INFINITY);
-        while rate >= tolerance && time < end {
-            let dt = self.time_step();
-            let before = self.u.clone();
-            let report = self.step(dt, time, boundary);
-            rate = (self.u.iter().zip(&before))
-                .map(|(a, b)| (0..3).map(|c| (a[c] - b[c]).abs()).fold(0.0, f64::max))
-                .fold(0.0, f64::max)
-                / dt;
-            time += dt;
+        let (mut time, mut steps, mut cg) = (0.0, 0, 0);
+        let (mut rate, mut pressure_rate) = (f64::INFINITY, f64::INFINITY);
+        while rate.max(pressure_rate) >= tolerance && time < end {
+            let mut dt = self.local_time_steps();
+            let smallest = dt.iter().copied().fold(f64::INFINITY, f64::min);
+            if !self.controls.local_time_steps {
+                dt.iter_mut().for_each(|d| *d = smallest);
+            }
+            let (u, p) = (self.u.clone(), self.p.clone());
+            let report = self.advance(&dt, smallest, time, boundary);
+            rate = (0..u.len())
+                .map(|i| {
+                    let change = (0..3).map(|c| (self.u[i][c] - u[i][c]).abs());
+                    change.fold(0.0, f64::max) / dt[i]
+                })
+                .fold(0.0, f64::max);
+            pressure_rate = (0..p.len())
+                .map(|i| (self.p[i] - p[i]).abs() / (self.fluid.density * dt[i]))
+                .fold(0.0, f64::max);
+            time += smallest;
             steps += 1;
             cg += report.pressure.iterations;
         }
@@ -331,7 +422,8 @@ impl FractionalStep {
             steps,
             time,
             rate,
-            steady: rate < tolerance,
+            pressure_rate,
+            steady: rate.max(pressure_rate) < tolerance,
             cg_iterations: cg as f64 / steps.max(1) as f64,
         }
     }
@@ -347,7 +439,7 @@ impl FractionalStep {
 
     /// Steps 2 and 3: the pressure increment from û and p^n, then the corrected velocity (in
     /// `u_hat`) and pressure.
-    fn pressure(&mut self, dt: f64, u_hat: &mut [Vec3]) -> Outcome {
+    fn pressure(&mut self, dt: &[f64], u_hat: &mut [Vec3]) -> Outcome {
         let n = self.ops.nodes();
         let tau_p = self.tau(self.controls.pressure_factor);
         let ops = &self.ops;
@@ -359,12 +451,16 @@ impl FractionalStep {
             .zip(&ops.lumped)
             .map(|(g, m)| g.map(|c| c / m))
             .collect();
-        let fixed = &self.fixed_pressure;
-        let f: Vec<f64> = (0..n)
+        // Rows held at δp = 0: every fixed node's, unless one only sets the level.
+        let held: &[bool] = match self.level {
+            Some(_) => &vec![false; n],
+            None => &self.fixed_pressure,
+        };
+        let mut f: Vec<f64> = (0..n)
             .into_par_iter()
             .with_min_len(MIN_ROWS)
             .map(|i| {
-                if fixed[i] {
+                if held[i] {
                     return 0.0;
                 }
                 let (cols, terms) = ops.row(i);
@@ -374,27 +470,29 @@ impl FractionalStep {
                     let tau = 0.5 * (tau_p[i] + tau_p[j]);
                     s -= dot(e.ni_dnj, sub(u_hat[j], u_hat[i]));
                     s -= tau * e.laplacian_trace() * (p[j] - p[i]);
-                    s += tau * dot(e.dni_nj, sub(grad_p[j], grad_p[i]));
+                    s += tau * (dot(e.dni_nj, grad_p[j]) - dot(e.ni_dnj, grad_p[i]));
                 }
                 s
             })
             .collect();
-        // H_IJ = (Δt/ρ + τ_IJ) L_IJ, H_II = −Σ_J H_IJ; fixed rows: the penalty.
+        if self.level.is_some() {
+            let [total] = sums(n, |i| [f[i]]);
+            f.iter_mut().for_each(|v| *v -= total / n as f64);
+        }
+        // H_IJ = (Δt_IJ/ρ + τ_IJ) L_IJ, H_II = −Σ_J H_IJ; held rows: the penalty.
         let m = &mut self.matrix;
         for i in 0..n {
             let (lo, hi) = (ops.offsets[i], ops.offsets[i + 1]);
             let mut diagonal = 0.0;
             for e in lo..hi {
                 let j = ops.columns[e] as usize;
-                let h = (dt / rho + 0.5 * (tau_p[i] + tau_p[j])) * ops.terms[e].laplacian_trace();
+                let h = (0.5 * (dt[i] + dt[j]) / rho + 0.5 * (tau_p[i] + tau_p[j]))
+                    * ops.terms[e].laplacian_trace();
                 m.values[e] = h;
                 diagonal -= h;
             }
-            m.diagonal[i] = if fixed[i] { PENALTY } else { diagonal };
+            m.diagonal[i] = if held[i] { PENALTY } else { diagonal };
         }
-        // The rotational form's pressure: − ν ∇·û as well (rather than ∂p/∂n frozen at its
-        // initial value by the increments' homogeneous Neumann condition).
-        let div_hat = ops.divergence(u_hat);
         let mut dp = vec![0.0; n];
         let outcome = cg::solve(
             m,
@@ -403,15 +501,39 @@ impl FractionalStep {
             self.controls.cg_tolerance,
             self.controls.cg_iterations,
         );
+        if let Some(r) = self.level {
+            let at = dp[r];
+            dp.iter_mut().for_each(|v| *v -= at);
+        }
         let correction = ops.gradient(&dp);
+        // ν M⁻¹ K_Δt δp.
+        let nu = self.fluid.viscosity;
+        let rotational: Vec<f64> = (0..n)
+            .into_par_iter()
+            .with_min_len(MIN_ROWS)
+            .map(|i| {
+                let (cols, terms) = ops.row(i);
+                let s: f64 = (cols.iter().zip(terms))
+                    .map(|(&j, e)| {
+                        let j = j as usize;
+                        0.5 * (dt[i] + dt[j]) * e.laplacian_trace() * (dp[j] - dp[i])
+                    })
+                    .sum();
+                nu * s / ops.lumped[i]
+            })
+            .collect();
         for i in 0..n {
             if !self.fixed_velocity[i] {
-                let k = dt / (rho * ops.lumped[i]);
+                let k = dt[i] / (rho * ops.lumped[i]);
                 for c in 0..3 {
                     u_hat[i][c] -= k * correction[i][c];
                 }
             }
-            self.p[i] += dp[i] - self.fluid.viscosity * div_hat[i] / ops.lumped[i];
+        }
+        // The level's node keeps its pressure, fixed ones theirs.
+        let at_level = self.level.map_or(0.0, |r| rotational[r]);
+        for i in (0..n).filter(|&i| !held[i]) {
+            self.p[i] += dp[i] + rotational[i] - at_level;
         }
         outcome
     }

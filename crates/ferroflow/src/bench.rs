@@ -1,7 +1,9 @@
 //! `ferroflow bench`: node updates per second of the whole iteration (interior pass, boundary
 //! fill, norms), against the memory-bandwidth roofline measured in the same run; with
-//! `--solve`, time to solution of the built-in cases, explicit against implicit; with `--fv`,
-//! the finite-volume solver's face and cell loops.
+//! `--solve`, time to solution of the built-in cases, explicit against implicit; with `--fem`,
+//! the edge-based finite elements' momentum pass and pressure matrix–vector product against
+//! the same roofline, and their time per step; with `--fv`, the finite-volume solver's face and
+//! cell loops.
 use crate::backends::{cuda_probe, halo_route, make_backend};
 use crate::run::value_name;
 use crate::scaling;
@@ -41,6 +43,8 @@ Examples:
   ferroflow bench --backend cuda --energy --n2d --n3d 257 --blocks 2,1,1 --devices 0,1 --weak
   ferroflow bench --solve                           # time to solution: every built-in case
   ferroflow bench --solve cavity2d-re1000,bdc3d --backend cuda
+  ferroflow bench --fem                             # finite elements: the seed's three levels
+  ferroflow bench --fem 28 --threads 1
   ferroflow bench --fv 64                           # finite-volume face and cell loops")]
 pub struct BenchArgs {
     /// Backend to measure.
@@ -73,7 +77,7 @@ pub struct BenchArgs {
     /// Form of the convective terms (`numerics.convection`).
     #[arg(long, value_enum, default_value = "advective")]
     convection: ConvectionKind,
-    /// Order of the differences (`numerics.differences`).
+    /// Order of the differences (`numerics.differences`; fourth order on the CPU only).
     #[arg(long, value_enum, default_value = "second-order")]
     differences: DifferencesKind,
     /// Timed repetitions (the median is reported).
@@ -105,6 +109,11 @@ pub struct BenchArgs {
     /// relaxation), f64, one block; a Markdown table.
     #[arg(long, value_delimiter = ',', num_args = 0.., value_name = "CASES")]
     solve: Option<Vec<String>>,
+    /// Edge-based finite elements instead (CPU, f64): the lid-driven cube (Re = 100) of n³
+    /// hexahedra of six tetrahedra for each n (none after the flag: 14, 28, 56, about the
+    /// nodes of the seed's three levels, 3,347, 24,202 and 184,755); a Markdown table.
+    #[arg(long, value_delimiter = ',', num_args = 0.., value_name = "CELLS")]
+    fem: Option<Vec<usize>>,
     /// The finite-volume solver's loops instead (CPU): face loop, cell loops before and after
     /// it, on N³ hexahedra and on (N/2)³ hexahedra split into six tetrahedra each; a Markdown
     /// table against the copy bandwidth.
@@ -174,6 +183,101 @@ fn time_to_solution(args: &BenchArgs, names: &[String], world: &World) -> Result
         }
     }
     Ok(())
+}
+
+/// Time steps `--fem` times after as many untimed ones from rest.
+const FEM_STEPS: usize = 10;
+
+/// `--fem`: per mesh, the momentum's right-hand side (one Runge–Kutta stage's pass over the
+/// directed edges) in edges per second and the pressure matrix–vector product (the CG's, of
+/// the last step's matrix) in GB/s, each against the copy bandwidth measured here, then the
+/// time per step. Bytes counted are those each pass must move at least: per directed edge its
+/// 128-byte terms and 4-byte column (the matrix: 8-byte value and column); per node the
+/// offsets and the vectors read and written once (the momentum: u, ξ, p, τ, the result; the
+/// product: diagonal, scaling, x, the result).
+fn fem_throughput(args: &BenchArgs, cells: &[usize]) -> Result<(), Failure> {
+    use ferroflow_fem::fractional::Controls;
+    use ferroflow_fem::lid_cube::cube;
+    let cells = if cells.is_empty() {
+        &[14, 28, 56][..]
+    } else {
+        cells
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads)
+        .build()
+        .map_err(Failure::runtime)?;
+    let copy = cpu_copy_bandwidth(&pool, args.repeats);
+    println!(
+        "cpu: {} threads; copy bandwidth {:.2} GB/s (bytes read + written)\n",
+        pool.current_num_threads(),
+        copy / 1e9
+    );
+    println!(
+        "| cells | nodes | directed edges | momentum G edges/s | GB/s | of copy | mat-vec GB/s \
+         | of copy | s/step | CG/step |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    pool.install(|| {
+        for &n in cells {
+            let (_, mut s, held) = cube(n, 100.0, Controls::default()).map_err(Failure::input)?;
+            let boundary = |i: usize, _: f64| held[i];
+            let (nodes, edges) = (s.operators().nodes(), s.operators().columns.len());
+            let mut t = 0.0;
+            for _ in 0..FEM_STEPS {
+                let dt = s.time_step();
+                s.step(dt, t, &boundary);
+                t += dt;
+            }
+            let frozen = s.freeze();
+            let momentum = per_call(args, || {
+                std::hint::black_box(s.momentum(&frozen, &s.u));
+            })?;
+            let h = s.pressure_matrix();
+            let scale = vec![1.0; nodes];
+            let x: Vec<f64> = (0..nodes).map(|i| i as f64).collect();
+            let mut out = vec![0.0; nodes];
+            let product = per_call(args, || {
+                h.scaled_product(&scale, &x, &mut out);
+                std::hint::black_box(&out);
+            })?;
+            let start = Instant::now();
+            let mut cg = 0;
+            for _ in 0..FEM_STEPS {
+                let dt = s.time_step();
+                cg += s.step(dt, t, &boundary).pressure.iterations;
+                t += dt;
+            }
+            let per_step = start.elapsed().as_secs_f64() / FEM_STEPS as f64;
+            let momentum_bytes = (edges * 132 + nodes * 96) as f64 / momentum;
+            let product_bytes = (edges * 12 + nodes * 40) as f64 / product;
+            println!(
+                "| {n} | {nodes} | {edges} | {:.3} | {:.2} | {:.0} % | {:.2} | {:.0} % | {:.4} | {:.1} |",
+                edges as f64 / momentum / 1e9,
+                momentum_bytes / 1e9,
+                100.0 * momentum_bytes / copy,
+                product_bytes / 1e9,
+                100.0 * product_bytes / copy,
+                per_step,
+                cg as f64 / FEM_STEPS as f64
+            );
+        }
+        Ok(())
+    })
+}
+
+/// Seconds per call of `f`: calls enough for `--seconds` per repetition, the median of
+/// `--repeats` repetitions.
+fn per_call(args: &BenchArgs, mut f: impl FnMut()) -> Result<f64, Failure> {
+    let start = Instant::now();
+    f();
+    let once = start.elapsed().as_secs_f64().max(1e-9);
+    let calls = ((args.seconds / once).ceil() as usize).max(1);
+    let total = median_seconds(args.repeats, || {
+        (0..calls).for_each(|_| f());
+        Ok(())
+    })?;
+    Ok(total / calls as f64)
 }
 
 /// `--fv N`: the finite-volume loops timed apart (median of the repetitions after one pass
@@ -531,6 +635,9 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
     }
     if let Some(names) = &args.solve {
         return time_to_solution(&args, names, &world);
+    }
+    if let Some(cells) = &args.fem {
+        return fem_throughput(&args, cells);
     }
     if let Some(n) = args.fv {
         return finite_volume_loops(&args, n);
