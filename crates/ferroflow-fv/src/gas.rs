@@ -77,6 +77,26 @@ impl Gas {
             m * self.enthalpy(w),
         ]
     }
+
+    /// The flux Jacobian's product A(W, n) dU = ∂F(U, n)/∂U dU, through the primitive
+    /// increments dV = (dm − V dρ)/ρ and dp = (γ − 1)(dE − V·dm + |V|²/2 dρ).
+    #[inline]
+    pub fn flux_jacobian_times(self, w: &Prim, n: Vec3, du: &Cons) -> [f64; 5] {
+        let v = velocity(w);
+        let dm = [du[1], du[2], du[3]];
+        let dv: Vec3 = std::array::from_fn(|k| (dm[k] - v[k] * du[0]) / w[0]);
+        let dp = (self.gamma - 1.0) * (du[4] - dot(v, dm) + 0.5 * dot(v, v) * du[0]);
+        let (vn, dmn) = (dot(v, n), dot(dm, n));
+        let m = w[0] * vn;
+        let energy = w[4] / (self.gamma - 1.0) + 0.5 * w[0] * dot(v, v);
+        [
+            dmn,
+            dmn * v[0] + m * dv[0] + dp * n[0],
+            dmn * v[1] + m * dv[1] + dp * n[1],
+            dmn * v[2] + m * dv[2] + dp * n[2],
+            dot(dv, n) * (energy + w[4]) + vn * (du[4] + dp),
+        ]
+    }
 }
 
 #[cfg(test)]
@@ -91,5 +111,20 @@ mod tests {
             assert!((back[k] - w[k]).abs() < 1e-15, "{back:?}");
         }
         assert!((Gas::AIR.sound(&w) - (1.4f64 * 2.1 / 1.3).sqrt()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn the_flux_jacobian_is_the_flux_derivative() {
+        let (gas, w, n) = (Gas::AIR, [1.3, 0.2, -0.7, 0.4, 2.1], [0.6, 0.0, 0.8]);
+        let du = [0.3, -0.1, 0.5, 0.2, 0.7];
+        let jd = gas.flux_jacobian_times(&w, n, &du);
+        let u = gas.cons(&w);
+        let h = 1e-6;
+        let at = |s: f64| gas.flux(&gas.prim(&std::array::from_fn(|k| u[k] + s * du[k])), n);
+        let (fp, fm) = (at(h), at(-h));
+        for k in 0..5 {
+            let fd = (fp[k] - fm[k]) / (2.0 * h);
+            assert!((jd[k] - fd).abs() < 1e-8, "{k}: {} against {fd}", jd[k]);
+        }
     }
 }

@@ -12,6 +12,7 @@
 //! - [`boundary`]: [`Boundary`] and the ghost state of each kind.
 //! - [`residual`]: [`Solver`], the face loop and the cell gather.
 //! - [`time`]: SSP-RK3 with a global step, multistage RK with local steps.
+//! - [`implicit`]: the Newton–Jacobi iteration for steady flow.
 //! - [`riemann`]: the exact Riemann solver, the shock tube's reference.
 //! - [`bench`]: throughput of the face and cell loops, their bytes and operations.
 //! - [`sod`]: Sod's shock tube on slabs of hexahedra, prisms and tetrahedra.
@@ -22,6 +23,7 @@ pub mod flux;
 pub mod gas;
 pub mod geometry;
 pub mod gradients;
+pub mod implicit;
 pub mod residual;
 pub mod riemann;
 pub mod sod;

@@ -22,17 +22,17 @@ pub struct Solver {
     /// How the extrapolation to faces is limited.
     pub limiter: Limiter,
     /// Boundary condition of each patch.
-    boundaries: Vec<Boundary>,
+    pub(crate) boundaries: Vec<Boundary>,
     /// Least-squares coefficients, in `cell_faces` order.
     weights: Vec<[f64; 3]>,
     /// Primitive state of every cell, then of every ghost.
-    prim: Vec<Prim>,
+    pub(crate) prim: Vec<Prim>,
     /// Gradients of the primitive variables.
     grad: Vec<Gradient>,
     /// Flux times area of each face, from left to right.
     flux: Vec<[f64; 5]>,
     /// (|V·n| + c) A of each face: the spectral radius the time steps take.
-    wave: Vec<f64>,
+    pub(crate) wave: Vec<f64>,
 }
 
 impl Solver {
