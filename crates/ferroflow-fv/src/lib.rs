@@ -17,8 +17,10 @@
 //! - [`bench`]: throughput of the face and cell loops, their bytes and operations.
 //! - [`sod`]: Sod's shock tube on slabs of hexahedra, prisms and tetrahedra.
 //! - [`vortex`]: the isentropic vortex, errors and observed orders.
+//! - [`bump`]: subsonic flow over a bump in a channel, entropy errors and iterations.
 pub mod bench;
 pub mod boundary;
+pub mod bump;
 pub mod flux;
 pub mod gas;
 pub mod geometry;
