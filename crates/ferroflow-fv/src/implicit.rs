@@ -12,7 +12,7 @@
 //!   in the converged state, which depends on the residual only.
 //! - a boundary face adds ½ (A(U_g, n_f) − λ_f I) A_f ∂U_g/∂U_i, the ghost's dependence on its
 //!   cell by differences of [`ghost`]: frozen ghosts reflect the waves at subsonic inflow and
-//!   outflow and cost a factor of about 6 in iterations on a channel. The block is then a
+//!   outflow and cost a factor of 5 in iterations on a channel. The block is then a
 //!   full 5 × 5 one, inverted once per iteration.
 //! - the neighbour block ½ (A(U_j, n_f) − λ_f I) A_f is applied to ΔU_j without storing it.
 //!
