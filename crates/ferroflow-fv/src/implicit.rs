@@ -32,7 +32,7 @@ use rayon::prelude::*;
 pub struct Implicit {
     /// Courant number of the pseudo-time term Ω_i/Δτ_i.
     pub cfl: f64,
-    /// Jacobi sweeps per iteration.
+    /// Jacobi sweeps per iteration, after the diagonal's first guess −D⁻¹R.
     pub sweeps: usize,
 }
 
@@ -65,7 +65,7 @@ pub fn steady_implicit(
         if rms <= drop * first {
             return out;
         }
-        let s_ref = &*s;
+        let s = &*s;
         let (g, gas, prim, wave) = (&s.geometry, s.gas, &s.prim, &s.wave);
         (inverse.par_iter_mut().with_min_len(MIN_CELLS))
             .enumerate()
@@ -76,7 +76,7 @@ pub fn steady_implicit(
                     std::array::from_fn(|a| std::array::from_fn(|b| if a == b { d } else { 0.0 }));
                 for &f in g.faces_of(c) {
                     if f as usize >= g.internal {
-                        let b = boundary_block(s_ref, f as usize);
+                        let b = boundary_block(s, f as usize);
                         (0..5).for_each(|v| (0..5).for_each(|k| block[v][k] += b[v][k]));
                     }
                 }
@@ -117,7 +117,7 @@ pub fn steady_implicit(
 /// A 5 × 5 block, by rows.
 type Block = [[f64; 5]; 5];
 
-/// ½ (A(U_g, n) A − λ A) ∂U_g/∂U_c of boundary face `f`: its flux's dependence on its
+/// ½ A_f (A(U_g, n_f) − λ_f I) ∂U_g/∂U_c of boundary face `f`: its flux's dependence on its
 /// cell c through the ghost g, the ghost's Jacobian by one-sided differences.
 fn boundary_block(s: &Solver, f: usize) -> Block {
     let (g, gas) = (&s.geometry, s.gas);
