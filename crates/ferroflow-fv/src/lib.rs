@@ -1,7 +1,8 @@
 //! Cell-centred finite volumes for compressible inviscid flow on mixed unstructured meshes
 //! (tetrahedra, pyramids, prisms, hexahedra; seed 004): Roe's flux with an entropy fix,
 //! MUSCL extrapolation from weighted least-squares gradients with van Albada's limiter,
-//! boundary conditions by ghost states, explicit Runge–Kutta. The face loop stores each
+//! boundary conditions by ghost states, explicit Runge–Kutta or, for steady flow, an implicit
+//! Newton–Jacobi iteration. The face loop stores each
 //! face's flux and each cell gathers its faces in a fixed order: results are bitwise the
 //! same on any number of threads.
 //!
