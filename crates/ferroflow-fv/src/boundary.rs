@@ -94,6 +94,25 @@ fn far_field(gas: Gas, inside: &Prim, free: &Prim, n: Vec3) -> Prim {
     ]
 }
 
+/// The sides of a channel along x (patches of `generate::box_mesh`): an inflow of total
+/// pressure and temperature 1 along +x at `xmin`, an outflow at pressure `p` at `xmax`, slip
+/// walls elsewhere.
+pub fn channel(p: f64) -> [(&'static str, Boundary); 6] {
+    let inflow = Boundary::Inflow {
+        p0: 1.0,
+        t0: 1.0,
+        direction: [1.0, 0.0, 0.0],
+    };
+    [
+        ("xmin", inflow),
+        ("xmax", Boundary::Outflow(p)),
+        ("ymin", Boundary::SlipWall),
+        ("ymax", Boundary::SlipWall),
+        ("zmin", Boundary::SlipWall),
+        ("zmax", Boundary::SlipWall),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

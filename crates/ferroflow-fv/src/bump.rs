@@ -4,7 +4,7 @@
 //! pressure of Mach 0.5, slip walls. The flow is isentropic, so the entropy error
 //! (s − s₀)/s₀ with s = p/ρ^γ measures the discretisation error alone; one layer of
 //! n × n/3 hexahedra whose columns follow the bump, slip walls in z.
-use crate::boundary::Boundary;
+use crate::boundary::channel;
 use crate::flux::Limiter;
 use crate::gas::{Cons, Gas};
 use crate::implicit::{steady_implicit, Implicit};
@@ -53,20 +53,7 @@ pub fn setup(n: usize, limiter: Limiter) -> Result<(Solver, Vec<Cons>), MeshErro
     }
     let gas = Gas::AIR;
     let p = pressure(gas);
-    let inflow = Boundary::Inflow {
-        p0: 1.0,
-        t0: 1.0,
-        direction: [1.0, 0.0, 0.0],
-    };
-    let sides = [
-        ("xmin", inflow),
-        ("xmax", Boundary::Outflow(p)),
-        ("ymin", Boundary::SlipWall),
-        ("ymax", Boundary::SlipWall),
-        ("zmin", Boundary::SlipWall),
-        ("zmax", Boundary::SlipWall),
-    ];
-    let s = Solver::new(&mesh, gas, limiter, &sides)?;
+    let s = Solver::new(&mesh, gas, limiter, &channel(p))?;
     let t = 1.0 / (1.0 + 0.5 * (gas.gamma - 1.0) * MACH * MACH);
     let speed = MACH * (gas.gamma * t).sqrt();
     let u = s.sample(|_| [p / t, speed, 0.0, 0.0, p]);

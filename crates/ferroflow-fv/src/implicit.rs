@@ -171,7 +171,7 @@ fn invert(mut m: Block) -> Block {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::boundary::Boundary;
+    use crate::boundary;
     use crate::flux::Limiter;
     use crate::gas::Gas;
     use crate::time::{steady, FOUR_STAGE};
@@ -182,20 +182,7 @@ mod tests {
     fn channel(cells: [usize; 3]) -> (Solver, Vec<Cons>) {
         let mesh = box_mesh(BoxCells::Hex, cells, [3.0, 1.0, 0.25]).unwrap();
         let p = 1.0 / 1.05f64.powf(3.5);
-        let inflow = Boundary::Inflow {
-            p0: 1.0,
-            t0: 1.0,
-            direction: [1.0, 0.0, 0.0],
-        };
-        let bcs = [
-            ("xmin", inflow),
-            ("xmax", Boundary::Outflow(p)),
-            ("ymin", Boundary::SlipWall),
-            ("ymax", Boundary::SlipWall),
-            ("zmin", Boundary::SlipWall),
-            ("zmax", Boundary::SlipWall),
-        ];
-        let s = Solver::new(&mesh, Gas::AIR, Limiter::VanAlbada, &bcs).unwrap();
+        let s = Solver::new(&mesh, Gas::AIR, Limiter::VanAlbada, &boundary::channel(p)).unwrap();
         let start = s.sample(|x| [1.0, 0.3 + 0.05 * x[0], 0.0, 0.0, p]);
         (s, start)
     }

@@ -123,7 +123,7 @@ pub fn steady(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::boundary::Boundary;
+    use crate::boundary::{channel, Boundary};
     use crate::flux::Limiter;
     use crate::gas::{Gas, Prim};
     use ferroflow_mesh::generate::{box_mesh, jitter, BoxCells, SIDES};
@@ -162,22 +162,8 @@ mod tests {
     #[test]
     fn a_channel_between_inflow_and_outflow_settles_at_its_mach_number() {
         let mesh = box_mesh(BoxCells::Hex, [12, 4, 1], [3.0, 1.0, 0.25]).unwrap();
-        let (p0, t0) = (1.0, 1.0);
-        let p = p0 / 1.05f64.powf(3.5);
-        let inflow = Boundary::Inflow {
-            p0,
-            t0,
-            direction: [1.0, 0.0, 0.0],
-        };
-        let bcs = [
-            ("xmin", inflow),
-            ("xmax", Boundary::Outflow(p)),
-            ("ymin", Boundary::SlipWall),
-            ("ymax", Boundary::SlipWall),
-            ("zmin", Boundary::SlipWall),
-            ("zmax", Boundary::SlipWall),
-        ];
-        let mut s = Solver::new(&mesh, Gas::AIR, Limiter::VanAlbada, &bcs).unwrap();
+        let p = 1.0 / 1.05f64.powf(3.5);
+        let mut s = Solver::new(&mesh, Gas::AIR, Limiter::VanAlbada, &channel(p)).unwrap();
         let mut u = s.sample(|_| [1.0, 0.0, 0.0, 0.0, p]);
         let run = steady(&mut s, &mut u, 3.0, &FOUR_STAGE, (1e-10, 20_000));
         assert!(run.iterations < 20_000, "{:?}", run.history.last());
