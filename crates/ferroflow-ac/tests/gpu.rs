@@ -140,6 +140,23 @@ fn heated<R: Real>(dim: usize) -> Problem<R> {
     cavity.problem::<R>(dim, n, numerics).unwrap()
 }
 
+/// The 3D heated cavity with adiabatic x walls too: in a tiled shape the interior pass fills
+/// them itself.
+fn adiabatic_x() -> Problem<f64> {
+    let mut problem = heated::<f64>(3);
+    problem.sides[0] = SideBc::AdiabaticWall;
+    problem.sides[1] = SideBc::AdiabaticWall;
+    problem
+}
+
+/// A tiled launch shape marching 8 planes.
+fn tiled() -> CudaOptions {
+    CudaOptions {
+        tune: TuneMode::Fixed(LaunchShape::tiled([32, 4], 8).with_min_blocks(4)),
+        ..CudaOptions::default()
+    }
+}
+
 fn manufactured_energy<R: Real>(dim: usize) -> Problem<R> {
     let n = if dim == 2 { 65 } else { 25 };
     Manufactured::with_energy(dim)
@@ -171,14 +188,9 @@ fn heated_cavity_f64_matches_the_cpu() {
     matches_cpu("heated cavity 3D f64", &heated::<f64>(3), &untuned(), 1e-10);
     // Adiabatic x walls, filled by the wall kernel (default shape) and by a tiled
     // interior pass itself.
-    let mut problem = heated::<f64>(3);
-    problem.sides[0] = SideBc::AdiabaticWall;
-    problem.sides[1] = SideBc::AdiabaticWall;
+    let problem = adiabatic_x();
     matches_cpu("adiabatic x walls 3D f64", &problem, &untuned(), 1e-10);
-    let tiled = CudaOptions {
-        tune: TuneMode::Fixed(LaunchShape::tiled([32, 4], 8).with_min_blocks(4)),
-        ..CudaOptions::default()
-    };
+    let tiled = tiled();
     matches_cpu("adiabatic x walls 3D f64 tiled", &problem, &tiled, 1e-10);
     matches_cpu(
         "heated cavity 3D f64 tiled",
@@ -219,10 +231,7 @@ fn skew_symmetric_convection_matches_the_cpu() {
         &untuned(),
         1e-10,
     );
-    let tiled = CudaOptions {
-        tune: TuneMode::Fixed(LaunchShape::tiled([32, 4], 8).with_min_blocks(4)),
-        ..CudaOptions::default()
-    };
+    let tiled = tiled();
     let heated = skew(heated::<f64>(3));
     matches_cpu("skew heated 3D f64", &heated, &untuned(), 1e-10);
     matches_cpu("skew heated 3D f64 tiled", &heated, &tiled, 1e-10);
@@ -244,9 +253,6 @@ fn fourth<R: Real>(mut problem: Problem<R>) -> Problem<R> {
 #[ignore = "needs a GPU: run with --ignored, see README.md or scripts/gpu-check.sh"]
 fn fourth_order_differences_are_bitwise_the_cpu_in_f64() {
     gpu();
-    let mut adiabatic_x = heated::<f64>(3);
-    adiabatic_x.sides[0] = SideBc::AdiabaticWall;
-    adiabatic_x.sides[1] = SideBc::AdiabaticWall;
     let problems = [
         ("cavity 2D", cavity::<f64>(2)),
         ("cavity 3D", cavity::<f64>(3)),
@@ -254,13 +260,10 @@ fn fourth_order_differences_are_bitwise_the_cpu_in_f64() {
         ("mms 3D", manufactured::<f64>(3)),
         ("heated 2D", heated::<f64>(2)),
         ("heated 3D", heated::<f64>(3)),
-        ("adiabatic x walls 3D", adiabatic_x),
+        ("adiabatic x walls 3D", adiabatic_x()),
         ("mms energy 3D", manufactured_energy::<f64>(3)),
     ];
-    let tiled = CudaOptions {
-        tune: TuneMode::Fixed(LaunchShape::tiled([32, 4], 8).with_min_blocks(4)),
-        ..CudaOptions::default()
-    };
+    let tiled = tiled();
     for (label, problem) in &problems {
         let problem = fourth(problem.clone());
         let names = problem.variable_names();
@@ -356,16 +359,13 @@ fn jacobi<R: Real>(mut problem: Problem<R>, single: bool) -> Problem<R> {
 #[ignore = "needs a GPU: run with --ignored, see README.md or scripts/gpu-check.sh"]
 fn implicit_jacobi_is_bitwise_the_cpu_in_f64() {
     gpu();
-    let mut adiabatic_x = heated::<f64>(3);
-    adiabatic_x.sides[0] = SideBc::AdiabaticWall;
-    adiabatic_x.sides[1] = SideBc::AdiabaticWall;
     let problems = [
         ("cavity 2D", cavity::<f64>(2)),
         ("cavity 3D", cavity::<f64>(3)),
         ("mms 2D", manufactured::<f64>(2)),
         ("heated 2D", heated::<f64>(2)),
         ("heated 3D", heated::<f64>(3)),
-        ("adiabatic x walls 3D", adiabatic_x),
+        ("adiabatic x walls 3D", adiabatic_x()),
         ("mms energy 3D", manufactured_energy::<f64>(3)),
         ("skew heated 3D", skew(heated::<f64>(3))),
     ];
