@@ -203,16 +203,12 @@ fn fem_throughput(args: &BenchArgs, cells: &[usize]) -> Result<(), Failure> {
     } else {
         cells
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.threads)
-        .build()
-        .map_err(Failure::runtime)?;
-    let copy = cpu_copy_bandwidth(&pool, args.repeats);
-    println!(
-        "cpu: {} threads; copy bandwidth {:.2} GB/s (bytes read + written)\n",
-        pool.current_num_threads(),
-        copy / 1e9
-    );
+    if args.backend != BackendKind::Cpu {
+        return Err(Failure::input(
+            "--fem: the CPU backend only (--backend cpu)",
+        ));
+    }
+    let (pool, copy) = unstructured_pool(args)?;
     println!(
         "| cells | nodes | directed edges | momentum G edges/s | GB/s | of copy | mat-vec GB/s \
          | of copy | s/step | CG/step |"
@@ -290,16 +286,7 @@ fn finite_volume_loops(args: &BenchArgs, n: usize) -> Result<(), Failure> {
             "--fv {n}: the CPU backend and at least 2 cells per axis"
         )));
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.threads)
-        .build()
-        .map_err(Failure::runtime)?;
-    let bw = cpu_copy_bandwidth(&pool, args.repeats);
-    println!(
-        "cpu: {} threads; copy bandwidth {:.2} GB/s (bytes read + written)\n",
-        pool.current_num_threads(),
-        bw / 1e9
-    );
+    let (pool, bw) = unstructured_pool(args)?;
     println!("| mesh | cells | faces | loop | M items/s | bytes / item | GB/s | % of copy | GFLOP/s | flop / byte |");
     println!("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|");
     for (name, fill, side) in [("hex", BoxCells::Hex, n), ("tet", BoxCells::Tet6, n / 2)] {
@@ -351,6 +338,21 @@ fn median_seconds(
     }
     t.sort_by(f64::total_cmp);
     Ok(t[t.len() / 2])
+}
+
+/// The pool `--fem` and `--fv` time their loops on and its copy bandwidth, printed.
+fn unstructured_pool(args: &BenchArgs) -> Result<(rayon::ThreadPool, f64), Failure> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads)
+        .build()
+        .map_err(Failure::runtime)?;
+    let bw = cpu_copy_bandwidth(&pool, args.repeats);
+    println!(
+        "cpu: {} threads; copy bandwidth {:.2} GB/s (bytes read + written)\n",
+        pool.current_num_threads(),
+        bw / 1e9
+    );
+    Ok((pool, bw))
 }
 
 /// Copy bandwidth (bytes read + written per second) of a parallel copy of 2 × 256 MiB.
