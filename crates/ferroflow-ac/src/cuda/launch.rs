@@ -405,6 +405,7 @@ pub(crate) struct BoundaryKernel {
     /// Fourth-order differences: the ghosts of the velocity (and of T at isothermal walls)
     /// are extrapolated too.
     fourth: bool,
+    /// Velocity components.
     dim: usize,
 }
 
@@ -433,8 +434,9 @@ impl BoundaryKernel {
     }
 
     /// Fills the wall nodes and ghosts of the state `vars` (pressure, T at adiabatic walls,
-    /// with fourth-order differences the velocity ghosts and T's at isothermal walls), one launch per axis (stream order keeps x before y before z), except the x
-    /// walls in `done` (bits of `x_walls`: the interior pass filled them).
+    /// with fourth-order differences the velocity ghosts and T's at isothermal walls), one
+    /// launch per axis (stream order keeps x before y before z), except the x walls in `done`
+    /// (bits of `x_walls`: the interior pass filled them).
     pub fn launch(
         &self,
         stream: &CudaStream,
