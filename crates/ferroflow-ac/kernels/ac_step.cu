@@ -32,6 +32,7 @@ static_assert(!TILE || (DIM == 3 && BLOCK_Z == 1), "plane tiles are for flat 3D 
 // How far the stencil reaches along an axis: p's fourth difference, two nodes each way (the
 // other variables reach Q_REACH).
 #define REACH 2
+// Values of each velocity component and of T a queue holds.
 #define Q_WIDTH (2 * Q_REACH + 1)
 
 // A box of nodes [lo, hi) per axis.
