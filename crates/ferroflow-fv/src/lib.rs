@@ -10,6 +10,10 @@
 //! - [`geometry`]: [`Geometry`], faces and cells in flat arrays, ghosts numbered after cells.
 //! - [`gradients`]: weighted least-squares gradients, coefficients computed once.
 //! - [`flux`]: Roe's flux with Harten's entropy fix; the limited MUSCL extrapolation.
+//! - [`lanes`]: one number or four AVX2 lanes, so that each kernel is written once.
+//! - [`face`]: the face kernel (both sides' extrapolation and the flux) over lanes.
+//! - [`layout`]: cell data as structure of arrays or as padded 64-byte records.
+//! - [`fast`]: the residual's loops with seed 004's optimisations each switchable.
 //! - [`boundary`]: [`Boundary`] and the ghost state of each kind.
 //! - [`residual`]: [`Solver`], the face loop and the cell gather.
 //! - [`time`]: SSP-RK3 with a global step, multistage RK with local steps.
@@ -22,11 +26,15 @@
 pub mod bench;
 pub mod boundary;
 pub mod bump;
+pub mod face;
+pub mod fast;
 pub mod flux;
 pub mod gas;
 pub mod geometry;
 pub mod gradients;
 pub mod implicit;
+pub mod lanes;
+pub mod layout;
 pub mod residual;
 pub mod riemann;
 pub mod sod;
