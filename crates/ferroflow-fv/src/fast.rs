@@ -47,6 +47,9 @@ pub struct Options {
     pub layout: Layout,
     /// How the face loop's results reach the cells.
     pub conflicts: Conflicts,
+    /// With [`Layout::Aos`]: read a cell's records whole and transpose four cells' in
+    /// registers, instead of number by number.
+    pub transpose: bool,
     /// Prefetch the cells of the faces this many faces ahead (0: none).
     pub prefetch: usize,
 }
@@ -57,6 +60,7 @@ impl Options {
         simd: false,
         layout: Layout::Soa,
         conflicts: Conflicts::Stored,
+        transpose: false,
         prefetch: 0,
     };
 }
@@ -169,7 +173,7 @@ impl Loops {
     /// The cell loops before the face loop: primitive states, ghosts, gradients.
     pub fn prepare(&mut self, u: &[Cons], t: f64) {
         let (g, gas, simd) = (&self.geometry, self.gas, self.simd);
-        let view = self.cells.view();
+        let view = self.cells.view(self.options.transpose);
         for_groups(g.cells, simd, |c0, vector| {
             // SAFETY: each group writes its own cells.
             unsafe {
@@ -207,7 +211,7 @@ impl Loops {
     /// The face loop: every face's flux; with [`Conflicts::Scatter`] or [`Conflicts::Colour`]
     /// added into `r` (zeroed first), else stored.
     pub fn face_loop(&mut self, t: f64, r: &mut [Cons]) {
-        let view = self.cells.view();
+        let view = self.cells.view(self.options.transpose);
         let out = Out {
             flux: self.flux.each_mut().map(|f| f.as_mut_ptr()),
             r: r.as_mut_ptr(),
@@ -325,11 +329,12 @@ impl Kernel<'_> {
             let l = |i: usize| f.left[p + i] as usize;
             let r = |i: usize| f.right[p + i] as usize;
             let at = |a: &Vec<f64>| T::from_fn(|i| a[p + i]);
+            let ((ql, xl), (qr, xr)) = (view.state(l), view.state(r));
             let flux = internal(
                 self.gas,
                 self.limiter,
-                [&view.prim(l), &view.prim(r)],
-                [view.centroid(l), view.centroid(r)],
+                [&ql, &qr],
+                [xl, xr],
                 [&view.grad(l), &view.grad(r)],
                 (f.normal.each_ref().map(at), f.centroid.each_ref().map(at), at(&f.area)),
             );
@@ -514,7 +519,7 @@ unsafe fn gradients<T: Lane>(view: CellView, s: &Slots, c0: usize) {
     let mut grad = [[T::splat(0.0); 3]; 5];
     for row in s.rows[k]..s.rows[k + 1] {
         let at = 4 * row;
-        let qj: [T; 5] = view.prim(|i| s.index[at + i] as usize);
+        let qj: [T; 5] = view.state(|i| s.index[at + i] as usize).0;
         let w: [T; 3] = std::array::from_fn(|a| T::from_fn(|i| s.coef[a][at + i]));
         for v in 0..5 {
             let dq = qj[v] - q[v];
@@ -617,11 +622,12 @@ mod tests {
         for simd in [false, true] {
             for layout in [Layout::Soa, Layout::Aos] {
                 for conflicts in [Conflicts::Stored, Conflicts::Scatter, Conflicts::Colour] {
-                    for prefetch in [0, 16] {
+                    for (transpose, prefetch) in [(false, 0), (true, 0), (true, 16)] {
                         all.push(Options {
                             simd,
                             layout,
                             conflicts,
+                            transpose,
                             prefetch,
                         });
                     }
@@ -694,6 +700,7 @@ mod tests {
             simd: true,
             layout: Layout::Aos,
             conflicts: Conflicts::Stored,
+            transpose: true,
             prefetch: 16,
         };
         let (r2, _) = run(&mut Loops::new(&ordered, best), &u2, 2);

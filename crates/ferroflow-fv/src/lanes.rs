@@ -22,6 +22,10 @@ pub trait Lane:
     fn from_fn(f: impl FnMut(usize) -> f64) -> Self;
     /// `f(i, lane i)` for every lane: a scatter.
     fn each(self, f: impl FnMut(usize, f64));
+    /// Numbers 0..4 of the records at `p(lane)`, value j holding number j of every lane (for
+    /// four lanes, four loads and a 4 × 4 transpose in registers). Safety: 4 readable f64 at
+    /// each `p(lane)`.
+    unsafe fn columns(p: impl Fn(usize) -> *const f64) -> [Self; 4];
     /// `x` in every lane.
     fn splat(x: f64) -> Self;
     /// Square root (correctly rounded).
@@ -48,6 +52,11 @@ impl Lane for f64 {
     #[inline(always)]
     fn each(self, mut f: impl FnMut(usize, f64)) {
         f(0, self)
+    }
+    #[inline(always)]
+    unsafe fn columns(p: impl Fn(usize) -> *const f64) -> [f64; 4] {
+        let p = p(0);
+        [*p, *p.add(1), *p.add(2), *p.add(3)]
     }
     #[inline(always)]
     fn splat(x: f64) -> f64 {
@@ -155,6 +164,19 @@ mod avx {
             for (i, x) in self.to_array().into_iter().enumerate() {
                 f(i, x);
             }
+        }
+        #[inline(always)]
+        unsafe fn columns(p: impl Fn(usize) -> *const f64) -> [F64x4; 4] {
+            let r = [0, 1, 2, 3].map(|i| _mm256_loadu_pd(p(i)));
+            // (a0 b0 a2 b2), (a1 b1 a3 b3), then the 128-bit halves recombined.
+            let (t0, t1) = (_mm256_unpacklo_pd(r[0], r[1]), _mm256_unpackhi_pd(r[0], r[1]));
+            let (t2, t3) = (_mm256_unpacklo_pd(r[2], r[3]), _mm256_unpackhi_pd(r[2], r[3]));
+            [
+                F64x4(_mm256_permute2f128_pd::<0x20>(t0, t2)),
+                F64x4(_mm256_permute2f128_pd::<0x20>(t1, t3)),
+                F64x4(_mm256_permute2f128_pd::<0x31>(t0, t2)),
+                F64x4(_mm256_permute2f128_pd::<0x31>(t1, t3)),
+            ]
         }
         #[inline(always)]
         fn splat(x: f64) -> F64x4 {

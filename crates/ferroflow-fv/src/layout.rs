@@ -51,7 +51,7 @@ impl Cells {
             state: lines(STATE * all),
             grad: lines(GRAD * cells),
         };
-        let view = out.view();
+        let view = out.view(false);
         for (c, x) in centroids.iter().enumerate() {
             for k in 0..3 {
                 // SAFETY: c < all, and the view is the only access.
@@ -66,10 +66,12 @@ impl Cells {
         self.layout
     }
 
-    /// Raw access for the loops, which write disjoint cells from several threads.
-    pub fn view(&mut self) -> CellView<'_> {
+    /// Raw access for the loops, which write disjoint cells from several threads; with
+    /// `transpose`, records are read whole (see [`CellView::state`]).
+    pub fn view(&mut self, transpose: bool) -> CellView<'_> {
         CellView {
             aos: self.layout == Layout::Aos,
+            transpose: transpose && self.layout == Layout::Aos,
             all: self.all,
             cells: self.cells,
             state: self.state.as_mut_ptr().cast(),
@@ -84,6 +86,7 @@ impl Cells {
 #[derive(Clone, Copy)]
 pub struct CellView<'a> {
     aos: bool,
+    transpose: bool,
     all: usize,
     cells: usize,
     state: *mut f64,
@@ -131,12 +134,29 @@ impl CellView<'_> {
         std::array::from_fn(|k| T::from_fn(|i| *self.state_at(c(i), 5 + k)))
     }
 
-    /// The gradients of cells `c(lane)`.
+    /// The states and centroids of cells or ghosts `c(lane)`: transposed from whole
+    /// records, or number by number.
+    #[inline(always)]
+    pub unsafe fn state<T: Lane>(&self, c: impl Fn(usize) -> usize) -> ([T; 5], [T; 3]) {
+        if !self.transpose {
+            return (self.prim(&c), self.centroid(&c));
+        }
+        let a = T::columns(|i| self.state_at(c(i), 0));
+        let b = T::columns(|i| self.state_at(c(i), 4));
+        ([a[0], a[1], a[2], a[3], b[0]], [b[1], b[2], b[3]])
+    }
+
+    /// The gradients of cells `c(lane)`: transposed from whole records, or number by
+    /// number.
     #[inline(always)]
     pub unsafe fn grad<T: Lane>(&self, c: impl Fn(usize) -> usize) -> [[T; 3]; 5] {
-        std::array::from_fn(|v| {
-            std::array::from_fn(|a| T::from_fn(|i| *self.grad_at(c(i), 3 * v + a)))
-        })
+        if !self.transpose {
+            return std::array::from_fn(|v| {
+                std::array::from_fn(|a| T::from_fn(|i| *self.grad_at(c(i), 3 * v + a)))
+            });
+        }
+        let q: [[T; 4]; 4] = std::array::from_fn(|k| T::columns(|i| self.grad_at(c(i), 4 * k)));
+        std::array::from_fn(|v| std::array::from_fn(|a| q[(3 * v + a) / 4][(3 * v + a) % 4]))
     }
 
     /// Sets the states of cells or ghosts `c0 + lane`.
@@ -206,9 +226,10 @@ mod tests {
         let x: Vec<Vec3> = (0..11).map(|c| [c as f64, 0.5, -1.0]).collect();
         for layout in [Layout::Soa, Layout::Aos] {
             let mut cells = Cells::new(layout, &x, 9);
-            let v = cells.view();
+            let v = cells.view(true);
             // SAFETY: indices in range, one thread.
             unsafe {
+                assert_eq!(v.state::<f64>(|_| 10).1, [10.0, 0.5, -1.0]);
                 v.set_prim(10, &[1.0, 2.0, 3.0, 4.0, 5.0]);
                 v.set_grad(8, &std::array::from_fn(|a| [a as f64, 7.0, -(a as f64)]));
                 assert_eq!(v.prim1(10), [1.0, 2.0, 3.0, 4.0, 5.0]);

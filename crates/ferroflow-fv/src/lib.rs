@@ -20,9 +20,11 @@
 //! - [`implicit`]: the Newton–Jacobi iteration for steady flow.
 //! - [`riemann`]: the exact Riemann solver, the shock tube's reference.
 //! - [`bench`]: throughput of the face and cell loops, their bytes and operations.
+//! - [`ablation`]: seed 004's optimisations timed one step at a time.
 //! - [`sod`]: Sod's shock tube on slabs of hexahedra, prisms and tetrahedra.
 //! - [`vortex`]: the isentropic vortex, errors and observed orders.
 //! - [`bump`]: subsonic flow over a bump in a channel, entropy errors and iterations.
+pub mod ablation;
 pub mod bench;
 pub mod boundary;
 pub mod bump;
