@@ -328,7 +328,7 @@ impl Kernel<'_> {
             }
             let l = |i: usize| f.left[p + i] as usize;
             let r = |i: usize| f.right[p + i] as usize;
-            let at = |a: &Vec<f64>| T::from_fn(|i| a[p + i]);
+            let at = |a: &Vec<f64>| T::load(a[p..p + T::LANES].as_ptr());
             let ((ql, xl), (qr, xr)) = (view.state(l), view.state(r));
             let flux = internal(
                 self.gas,
@@ -400,7 +400,7 @@ impl Out {
     ) {
         if how == Conflicts::Stored {
             for v in 0..5 {
-                flux[v].each(|i, x| *self.flux[v].add(p + i) = x);
+                flux[v].store(self.flux[v].add(p));
             }
             return;
         }
@@ -520,7 +520,7 @@ unsafe fn gradients<T: Lane>(view: CellView, s: &Slots, c0: usize) {
     for row in s.rows[k]..s.rows[k + 1] {
         let at = 4 * row;
         let qj: [T; 5] = view.state(|i| s.index[at + i] as usize).0;
-        let w: [T; 3] = std::array::from_fn(|a| T::from_fn(|i| s.coef[a][at + i]));
+        let w: [T; 3] = std::array::from_fn(|a| T::load(s.coef[a][at..at + 4].as_ptr()));
         for v in 0..5 {
             let dq = qj[v] - q[v];
             for a in 0..3 {
@@ -555,9 +555,11 @@ unsafe fn gather<T: Lane>(r: Rows, flux: &[Vec<f64>; 5], s: &Slots, c0: usize) {
     let mut sum = [T::splat(0.0); 5];
     for row in s.rows[k]..s.rows[k + 1] {
         let at = 4 * row;
-        let sign = T::from_fn(|i| s.coef[0][at + i]);
+        let sign = T::load(s.coef[0][at..at + 4].as_ptr());
+        let index = &s.index[at..at + 4];
         for v in 0..5 {
-            let f = T::from_fn(|i| flux[v][s.index[at + i] as usize]);
+            // SAFETY: the slots hold face numbers.
+            let f = T::from_fn(|i| *flux[v].get_unchecked(index[i] as usize));
             sum[v] = sum[v] + sign * f;
         }
     }

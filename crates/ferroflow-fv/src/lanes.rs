@@ -22,6 +22,10 @@ pub trait Lane:
     fn from_fn(f: impl FnMut(usize) -> f64) -> Self;
     /// `f(i, lane i)` for every lane: a scatter.
     fn each(self, f: impl FnMut(usize, f64));
+    /// The lanes from `p`, `p + 1`, …. Safety: that many readable f64.
+    unsafe fn load(p: *const f64) -> Self;
+    /// The lanes to `p`, `p + 1`, …. Safety: that many writable f64.
+    unsafe fn store(self, p: *mut f64);
     /// Numbers 0..4 of the records at `p(lane)`, value j holding number j of every lane (for
     /// four lanes, four loads and a 4 × 4 transpose in registers). Safety: 4 readable f64 at
     /// each `p(lane)`.
@@ -52,6 +56,14 @@ impl Lane for f64 {
     #[inline(always)]
     fn each(self, mut f: impl FnMut(usize, f64)) {
         f(0, self)
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f64) -> f64 {
+        *p
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f64) {
+        *p = self
     }
     #[inline(always)]
     unsafe fn columns(p: impl Fn(usize) -> *const f64) -> [f64; 4] {
@@ -164,6 +176,14 @@ mod avx {
             for (i, x) in self.to_array().into_iter().enumerate() {
                 f(i, x);
             }
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f64) -> F64x4 {
+            F64x4(_mm256_loadu_pd(p))
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f64) {
+            _mm256_storeu_pd(p, self.0)
         }
         #[inline(always)]
         unsafe fn columns(p: impl Fn(usize) -> *const f64) -> [F64x4; 4] {

@@ -163,7 +163,11 @@ impl CellView<'_> {
     #[inline(always)]
     pub unsafe fn set_prim<T: Lane>(&self, c0: usize, w: &[T; 5]) {
         for (v, w) in w.iter().enumerate() {
-            w.each(|i, x| *self.state_at(c0 + i, v) = x);
+            if self.aos {
+                w.each(|i, x| *self.state_at(c0 + i, v) = x);
+            } else {
+                w.store(self.state_at(c0, v));
+            }
         }
     }
 
@@ -172,7 +176,11 @@ impl CellView<'_> {
     pub unsafe fn set_grad<T: Lane>(&self, c0: usize, g: &[[T; 3]; 5]) {
         for v in 0..5 {
             for a in 0..3 {
-                g[v][a].each(|i, x| *self.grad_at(c0 + i, 3 * v + a) = x);
+                if self.aos {
+                    g[v][a].each(|i, x| *self.grad_at(c0 + i, 3 * v + a) = x);
+                } else {
+                    g[v][a].store(self.grad_at(c0, 3 * v + a));
+                }
             }
         }
     }
