@@ -68,7 +68,14 @@ pub fn steps() -> Vec<Step> {
         ("+ prefetch 16 faces ahead", 16),
         ("+ prefetch 64 faces ahead", 64),
     ] {
-        out.push(step(label, true, Options { prefetch, ..transposed }));
+        out.push(step(
+            label,
+            true,
+            Options {
+                prefetch,
+                ..transposed
+            },
+        ));
     }
     out
 }
@@ -172,7 +179,10 @@ mod tests {
         assert!(!steps[0].renumbered && steps[1..].iter().all(|s| s.renumbered));
         for step in &steps {
             let t = time(&meshes, step, 2);
-            assert!(t.face > 0.0 && t.iteration >= t.face + t.cells() * 0.999, "{t:?}");
+            assert!(
+                t.face > 0.0 && t.iteration >= t.face + t.cells() * 0.999,
+                "{t:?}"
+            );
         }
     }
 }

@@ -111,16 +111,16 @@ impl Loops {
     pub fn new(solver: &Solver, options: Options) -> Loops {
         let g = solver.geometry.clone();
         let mut order: Vec<u32> = (0..g.faces() as u32).collect();
-        let mut colours = vec![0..g.internal];
+        // Without colouring, one "colour" of every internal face.
+        let mut groups = vec![(0..g.internal as u32).collect()];
         if options.conflicts == Conflicts::Colour {
-            let colouring = greedy(g.internal, g.cells, |f| [g.left[f], g.right[f]]);
-            let mut start = 0;
-            colours.clear();
-            for group in colouring.groups() {
-                order[start..start + group.len()].copy_from_slice(&group);
-                colours.push(start..start + group.len());
-                start += group.len();
-            }
+            groups = greedy(g.internal, g.cells, |f| [g.left[f], g.right[f]]).groups();
+        }
+        let (mut colours, mut start) = (Vec::new(), 0);
+        for group in groups {
+            order[start..start + group.len()].copy_from_slice(&group);
+            colours.push(start..start + group.len());
+            start += group.len();
         }
         let pick = |a: &dyn Fn(usize) -> f64| order.iter().map(|&f| a(f as usize)).collect();
         let faces = Faces {
@@ -336,7 +336,11 @@ impl Kernel<'_> {
                 [&ql, &qr],
                 [xl, xr],
                 [&view.grad(l), &view.grad(r)],
-                (f.normal.each_ref().map(at), f.centroid.each_ref().map(at), at(&f.area)),
+                (
+                    f.normal.each_ref().map(at),
+                    f.centroid.each_ref().map(at),
+                    at(&f.area),
+                ),
             );
             out.put(self.options.conflicts, p, l, r, &flux);
             p += T::LANES;
@@ -650,12 +654,18 @@ mod tests {
     /// order: within a few units of the last place, and the same on any thread count.
     #[test]
     fn every_variant_gives_the_solvers_residual() {
-        assert!(crate::lanes::avx2(), "the vectorised loops are not tested here");
+        assert!(
+            crate::lanes::avx2(),
+            "the vectorised loops are not tested here"
+        );
         for mesh in meshes() {
             let (mut solver, u) = random_state(&mesh);
             let mut expected = vec![[0.0; 5]; u.len()];
             let outflow = solver.residual(&u, 0.0, &mut expected);
-            let scale = expected.iter().flatten().fold(0.0f64, |m, x| m.max(x.abs()));
+            let scale = expected
+                .iter()
+                .flatten()
+                .fold(0.0f64, |m, x| m.max(x.abs()));
             for options in every_option() {
                 let mut loops = Loops::new(&solver, options);
                 let (one, out) = run(&mut loops, &u, 1);
@@ -712,7 +722,12 @@ mod tests {
             moved += usize::from(c != o);
             for v in 0..5 {
                 let e = (r2[c][v] - r[o][v]).abs();
-                assert!(e <= 1e-13 * scale, "cell {o} -> {c}: {:?} {:?}", r[o], r2[c]);
+                assert!(
+                    e <= 1e-13 * scale,
+                    "cell {o} -> {c}: {:?} {:?}",
+                    r[o],
+                    r2[c]
+                );
             }
         }
         assert!(moved > u.len() / 2, "{moved}");

@@ -77,8 +77,7 @@ pub fn extrapolate<T: Lane>(limiter: Limiter, projected: T, across: T, alpha: T)
             let b = alpha * across;
             let a = T::splat(2.0) * projected - b;
             let eps = T::splat(EPSILON);
-            let s = (a * (b * b + eps) + b * (a * a + eps))
-                / (a * a + b * b + T::splat(2.0) * eps);
+            let s = (a * (b * b + eps) + b * (a * a + eps)) / (a * a + b * b + T::splat(2.0) * eps);
             T::select((a * b).le(T::splat(0.0)), T::splat(0.0), s)
         }
     }

@@ -22,13 +22,21 @@ pub trait Lane:
     fn from_fn(f: impl FnMut(usize) -> f64) -> Self;
     /// `f(i, lane i)` for every lane: a scatter.
     fn each(self, f: impl FnMut(usize, f64));
-    /// The lanes from `p`, `p + 1`, …. Safety: that many readable f64.
+    /// The lanes from `p`, `p + 1`, ….
+    ///
+    /// # Safety
+    /// That many readable f64 at `p`.
     unsafe fn load(p: *const f64) -> Self;
-    /// The lanes to `p`, `p + 1`, …. Safety: that many writable f64.
+    /// The lanes to `p`, `p + 1`, ….
+    ///
+    /// # Safety
+    /// That many writable f64 at `p`.
     unsafe fn store(self, p: *mut f64);
     /// Numbers 0..4 of the records at `p(lane)`, value j holding number j of every lane (for
-    /// four lanes, four loads and a 4 × 4 transpose in registers). Safety: 4 readable f64 at
-    /// each `p(lane)`.
+    /// four lanes, four loads and a 4 × 4 transpose in registers).
+    ///
+    /// # Safety
+    /// Four readable f64 at each `p(lane)`.
     unsafe fn columns(p: impl Fn(usize) -> *const f64) -> [Self; 4];
     /// `x` in every lane.
     fn splat(x: f64) -> Self;
@@ -189,8 +197,14 @@ mod avx {
         unsafe fn columns(p: impl Fn(usize) -> *const f64) -> [F64x4; 4] {
             let r = [0, 1, 2, 3].map(|i| _mm256_loadu_pd(p(i)));
             // (a0 b0 a2 b2), (a1 b1 a3 b3), then the 128-bit halves recombined.
-            let (t0, t1) = (_mm256_unpacklo_pd(r[0], r[1]), _mm256_unpackhi_pd(r[0], r[1]));
-            let (t2, t3) = (_mm256_unpacklo_pd(r[2], r[3]), _mm256_unpackhi_pd(r[2], r[3]));
+            let (t0, t1) = (
+                _mm256_unpacklo_pd(r[0], r[1]),
+                _mm256_unpackhi_pd(r[0], r[1]),
+            );
+            let (t2, t3) = (
+                _mm256_unpacklo_pd(r[2], r[3]),
+                _mm256_unpackhi_pd(r[2], r[3]),
+            );
             [
                 F64x4(_mm256_permute2f128_pd::<0x20>(t0, t2)),
                 F64x4(_mm256_permute2f128_pd::<0x20>(t1, t3)),

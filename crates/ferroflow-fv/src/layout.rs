@@ -28,8 +28,8 @@ const STATE: usize = 8;
 const GRAD: usize = 16;
 
 /// Primitive states and centroids of cells and ghosts, gradients of cells.
-pub struct Cells {
-    layout: Layout,
+pub(crate) struct Cells {
+    aos: bool,
     /// Cells and ghosts.
     all: usize,
     /// Cells (those with gradients).
@@ -41,11 +41,11 @@ pub struct Cells {
 impl Cells {
     /// Storage for `centroids.len()` cells and ghosts (their centroids), the first `cells`
     /// with gradients; states and gradients zero.
-    pub fn new(layout: Layout, centroids: &[Vec3], cells: usize) -> Cells {
+    pub(crate) fn new(layout: Layout, centroids: &[Vec3], cells: usize) -> Cells {
         let all = centroids.len();
         let lines = |n: usize| vec![Line([0.0; 8]); n.div_ceil(8)];
         let mut out = Cells {
-            layout,
+            aos: layout == Layout::Aos,
             all,
             cells,
             state: lines(STATE * all),
@@ -61,17 +61,12 @@ impl Cells {
         out
     }
 
-    /// The layout.
-    pub fn layout(&self) -> Layout {
-        self.layout
-    }
-
     /// Raw access for the loops, which write disjoint cells from several threads; with
     /// `transpose`, records are read whole (see [`CellView::state`]).
-    pub fn view(&mut self, transpose: bool) -> CellView<'_> {
+    pub(crate) fn view(&mut self, transpose: bool) -> CellView<'_> {
         CellView {
-            aos: self.layout == Layout::Aos,
-            transpose: transpose && self.layout == Layout::Aos,
+            aos: self.aos,
+            transpose: transpose && self.aos,
             all: self.all,
             cells: self.cells,
             state: self.state.as_mut_ptr().cast(),
@@ -84,7 +79,7 @@ impl Cells {
 /// Pointers into [`Cells`]. Safety, for every method: indices in range, and no two threads
 /// write the same number while any reads it.
 #[derive(Clone, Copy)]
-pub struct CellView<'a> {
+pub(crate) struct CellView<'a> {
     aos: bool,
     transpose: bool,
     all: usize,
@@ -124,20 +119,20 @@ impl CellView<'_> {
 
     /// The states of cells or ghosts `c(lane)`.
     #[inline(always)]
-    pub unsafe fn prim<T: Lane>(&self, c: impl Fn(usize) -> usize) -> [T; 5] {
+    pub(crate) unsafe fn prim<T: Lane>(&self, c: impl Fn(usize) -> usize) -> [T; 5] {
         std::array::from_fn(|v| T::from_fn(|i| *self.state_at(c(i), v)))
     }
 
     /// The centroids of cells or ghosts `c(lane)`.
     #[inline(always)]
-    pub unsafe fn centroid<T: Lane>(&self, c: impl Fn(usize) -> usize) -> [T; 3] {
+    pub(crate) unsafe fn centroid<T: Lane>(&self, c: impl Fn(usize) -> usize) -> [T; 3] {
         std::array::from_fn(|k| T::from_fn(|i| *self.state_at(c(i), 5 + k)))
     }
 
     /// The states and centroids of cells or ghosts `c(lane)`: transposed from whole
     /// records, or number by number.
     #[inline(always)]
-    pub unsafe fn state<T: Lane>(&self, c: impl Fn(usize) -> usize) -> ([T; 5], [T; 3]) {
+    pub(crate) unsafe fn state<T: Lane>(&self, c: impl Fn(usize) -> usize) -> ([T; 5], [T; 3]) {
         if !self.transpose {
             return (self.prim(&c), self.centroid(&c));
         }
@@ -149,7 +144,7 @@ impl CellView<'_> {
     /// The gradients of cells `c(lane)`: transposed from whole records, or number by
     /// number.
     #[inline(always)]
-    pub unsafe fn grad<T: Lane>(&self, c: impl Fn(usize) -> usize) -> [[T; 3]; 5] {
+    pub(crate) unsafe fn grad<T: Lane>(&self, c: impl Fn(usize) -> usize) -> [[T; 3]; 5] {
         if !self.transpose {
             return std::array::from_fn(|v| {
                 std::array::from_fn(|a| T::from_fn(|i| *self.grad_at(c(i), 3 * v + a)))
@@ -161,7 +156,7 @@ impl CellView<'_> {
 
     /// Sets the states of cells or ghosts `c0 + lane`.
     #[inline(always)]
-    pub unsafe fn set_prim<T: Lane>(&self, c0: usize, w: &[T; 5]) {
+    pub(crate) unsafe fn set_prim<T: Lane>(&self, c0: usize, w: &[T; 5]) {
         for (v, w) in w.iter().enumerate() {
             if self.aos {
                 w.each(|i, x| *self.state_at(c0 + i, v) = x);
@@ -173,7 +168,7 @@ impl CellView<'_> {
 
     /// Sets the gradients of cells `c0 + lane`.
     #[inline(always)]
-    pub unsafe fn set_grad<T: Lane>(&self, c0: usize, g: &[[T; 3]; 5]) {
+    pub(crate) unsafe fn set_grad<T: Lane>(&self, c0: usize, g: &[[T; 3]; 5]) {
         for v in 0..5 {
             for a in 0..3 {
                 if self.aos {
@@ -188,7 +183,7 @@ impl CellView<'_> {
     /// Asks for the lines cell `c`'s face work reads (state, centroid, gradients) to be
     /// brought into the L1 cache.
     #[inline(always)]
-    pub fn prefetch(&self, c: usize) {
+    pub(crate) fn prefetch(&self, c: usize) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
@@ -214,13 +209,13 @@ impl CellView<'_> {
 
     /// The state of cell or ghost `c`.
     #[inline(always)]
-    pub unsafe fn prim1(&self, c: usize) -> Prim {
+    pub(crate) unsafe fn prim1(&self, c: usize) -> Prim {
         self.prim(|_| c)
     }
 
     /// The gradients of cell `c`.
     #[inline(always)]
-    pub unsafe fn grad1(&self, c: usize) -> Gradient {
+    pub(crate) unsafe fn grad1(&self, c: usize) -> Gradient {
         self.grad(|_| c)
     }
 }

@@ -345,21 +345,35 @@ fn finite_volume_ablation(args: &BenchArgs, n: usize) -> Result<(), Failure> {
     }
     println!(
         "simd: {}",
-        if ferroflow_fv::lanes::avx2() { "AVX2" } else { "none (scalar fallback)" }
+        if ferroflow_fv::lanes::avx2() {
+            "AVX2"
+        } else {
+            "none (scalar fallback)"
+        }
     );
     // Six tetrahedra per hexahedron: (N / 6^⅓)³ hexahedra give about N³ cells.
     let side = ((n as f64) / 6f64.cbrt()).round() as usize;
     let mut tets = box_mesh(BoxCells::Tet6, [side; 3], [1.0; 3]).map_err(Failure::input)?;
     shuffle(&mut tets, 1);
     let hexes = box_mesh(BoxCells::Hex, [n; 3], [1.0; 3]).map_err(Failure::input)?;
-    let threads = if args.threads == 0 { vec![1, 2] } else { vec![args.threads] };
-    for (name, mesh) in [("tetrahedra, random numbering", tets), ("hexahedra, ordered", hexes)] {
+    let threads = if args.threads == 0 {
+        vec![1, 2]
+    } else {
+        vec![args.threads]
+    };
+    for (name, mesh) in [
+        ("tetrahedra, random numbering", tets),
+        ("hexahedra, ordered", hexes),
+    ] {
         let meshes = Meshes::new(&mesh).map_err(Failure::runtime)?;
         drop(mesh);
         let g = &meshes.given.0.geometry;
         let [prepare, face, gather] = counts(g);
         let faces = g.faces() as f64;
-        let per_face = [face.bytes / faces, (prepare.bytes + face.bytes + gather.bytes) / faces];
+        let per_face = [
+            face.bytes / faces,
+            (prepare.bytes + face.bytes + gather.bytes) / faces,
+        ];
         for &count in &threads {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(count)
@@ -405,7 +419,11 @@ fn finite_volume_ablation(args: &BenchArgs, n: usize) -> Result<(), Failure> {
                 );
             }
             let base = base.map_or(f64::NAN, |b| b.iteration);
-            println!("\nfastest iteration: {} ({:.2}x the baseline)", best.1, base / best.0);
+            println!(
+                "\nfastest iteration: {} ({:.2}x the baseline)",
+                best.1,
+                base / best.0
+            );
         }
     }
     Ok(())
