@@ -153,11 +153,6 @@ impl Loops {
         }
     }
 
-    /// The options.
-    pub fn options(&self) -> Options {
-        self.options
-    }
-
     /// The number of colours (1 without colouring).
     pub fn colours(&self) -> usize {
         self.colours.len()
@@ -178,6 +173,7 @@ impl Loops {
             // SAFETY: each group writes its own cells.
             unsafe {
                 if vector {
+                    #[cfg(target_arch = "x86_64")]
                     primitives_avx2(view, gas, u, c0)
                 } else {
                     primitives::<f64>(view, gas, u, c0)
@@ -200,6 +196,7 @@ impl Loops {
             // SAFETY: each group writes its own cells' gradients and reads states only.
             unsafe {
                 if vector {
+                    #[cfg(target_arch = "x86_64")]
                     gradients_avx2(view, stencils, c0)
                 } else {
                     scalar_gradient(view, g, weights, c0)
@@ -263,6 +260,7 @@ impl Loops {
                 // SAFETY: each group writes its own cells' rows.
                 unsafe {
                     if vector {
+                        #[cfg(target_arch = "x86_64")]
                         gather_avx2(r, flux, gathers, c0)
                     } else {
                         scalar_gather(r, g, flux, c0)
