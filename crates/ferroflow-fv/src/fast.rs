@@ -10,6 +10,9 @@
 //! [`Solver::gather`] does: their residuals are bitwise the solver's on any thread count.
 //! Colouring adds them colour by colour: the same for any thread count, not bitwise the
 //! solver's.
+//!
+//! The time integrators still call [`Solver::residual`]: these loops have no viscous fluxes
+//! yet, and switching the solver to them waits until they do.
 use crate::boundary::{ghost, Boundary};
 use crate::face::{internal, side};
 use crate::flux::{roe, Limiter};
