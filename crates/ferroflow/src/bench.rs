@@ -278,7 +278,8 @@ fn fem_throughput(args: &BenchArgs, cells: &[usize]) -> Result<(), Failure> {
 const FEM_PRODUCTS: usize = 200;
 
 /// `--fem --backend cuda`: per mesh, after `FEM_STEPS` steps from rest (the first chooses the
-/// product's variant: its table), the product in GB/s against the copy bandwidth, one CG
+/// product's variant: its table), the product in µs (cuSPARSE's SpMV of the same matrix beside
+/// it) and in GB/s against the copy bandwidth, one CG
 /// iteration (product, fused reduction, update, replayed from the graph) in µs, the time per
 /// step over `FEM_STEPS` more; with `--fem-end T`, the run from rest to time T. Bytes counted
 /// per product: per entry its 8-byte value and 4-byte column, per row its offset, scaled
@@ -325,6 +326,13 @@ fn fem_cuda(args: &BenchArgs, cells: &[usize]) -> Result<(), Failure> {
             println!("{n}³ cells, {nodes} nodes: {report}");
         }
         let product = s.time_spmv(FEM_PRODUCTS).map_err(Failure::runtime)?;
+        let cusparse = match s.time_cusparse(FEM_PRODUCTS) {
+            Ok(t) => format!("{:.1}", t * 1e6),
+            Err(e) => {
+                println!("{n}³: cuSPARSE not measured: {e}");
+                "-".into()
+            }
+        };
         let timed = Instant::now();
         let mut cg = 0;
         for _ in 0..FEM_STEPS {
@@ -335,8 +343,9 @@ fn fem_cuda(args: &BenchArgs, cells: &[usize]) -> Result<(), Failure> {
         let [bytes, free, _] = s.memory().map_err(Failure::runtime)?;
         let bytes_per_product = (edges * 12 + nodes * 36) as f64;
         rows.push(format!(
-            "| {n} | {nodes} | {edges} | {} | {:.0} | {:.0} % | {} | {:.4} | {:.1} | {:.0} | {:.1} |",
+            "| {n} | {nodes} | {edges} | {} | {:.1} | {cusparse} | {:.0} | {:.0} % | {} | {:.4} | {:.1} | {:.0} | {:.1} |",
             s.spmv().map_or("-".into(), |v| v.to_string()),
+            product * 1e6,
             bytes_per_product / product / 1e9,
             100.0 * bytes_per_product / product / copy,
             iteration.map_or("broke down".into(), |i| format!("{:.1}", i * 1e6)),
@@ -373,10 +382,10 @@ fn fem_cuda(args: &BenchArgs, cells: &[usize]) -> Result<(), Failure> {
         }
     }
     println!(
-        "| cells | nodes | directed edges | product | mat-vec GB/s | of copy | CG iteration µs \
-         | s/step | CG/step | device B/node | host setup s |"
+        "| cells | nodes | directed edges | product | µs | cuSPARSE µs | mat-vec GB/s | of copy \
+         | CG iteration µs | s/step | CG/step | device B/node | host setup s |"
     );
-    println!("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     rows.iter().for_each(|r| println!("{r}"));
     Ok(())
 }

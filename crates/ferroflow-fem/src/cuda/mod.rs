@@ -29,6 +29,7 @@
 //! structured solver's launch shapes are (`FERROFLOW_CUDA_CACHE_DIR`);
 //! [`CudaFractional::tuning`] gives the table.
 mod cg;
+mod cusparse;
 mod spmv;
 mod step;
 

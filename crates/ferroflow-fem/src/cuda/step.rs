@@ -127,12 +127,11 @@ pub struct CudaFractional {
     held_half: CudaSlice<f64>,
     held_full: CudaSlice<f64>,
     totals: CudaSlice<f64>,
-    /// Memory `args` points to besides the named arrays.
-    _memory: (
-        Vec<CudaSlice<f64>>,
-        Vec<CudaSlice<u32>>,
-        Vec<CudaSlice<i32>>,
-    ),
+    /// Memory `args` points to besides the named arrays: f64 arrays (read back by
+    /// [`CudaFractional::time_cusparse`]), the pattern and counter, the nodes' flags.
+    reals: Vec<CudaSlice<f64>>,
+    _indices: Vec<CudaSlice<u32>>,
+    _flags: Vec<CudaSlice<i32>>,
     solve: Solve,
     n: usize,
     /// Device bytes of the arrays (without a sliced product's own).
@@ -299,7 +298,9 @@ impl CudaFractional {
             held_half,
             held_full,
             totals,
-            _memory: (reals, ints, signed),
+            reals,
+            _indices: ints,
+            _flags: signed,
             solve,
             n,
             bytes: need,
@@ -328,6 +329,26 @@ impl CudaFractional {
     /// Leaves the state alone; the next step's solve starts afresh.
     pub fn time_cg_iteration(&mut self, replays: usize) -> Result<Option<f64>, BackendError> {
         self.solve.time_iterations(&self.device, replays)
+    }
+
+    /// Median seconds of cuSPARSE's SpMV on the last step's scaled pressure matrix (whole, in
+    /// CSR), samples of `launches` products, for comparison with [`CudaFractional::time_spmv`].
+    pub fn time_cusparse(&self, launches: usize) -> Result<f64, BackendError> {
+        let stream = &self.device.stream;
+        let reals = &self.reals;
+        let h = read(stream, &reals[4], "reading the pressure matrix")?;
+        // The diagonal and the scaling: the node arrays 9 and 10 (`args`).
+        let diagonal = read(stream, &reals[6 + 9], "reading the pressure matrix")?;
+        let s = read(stream, &reals[6 + 10], "reading the pressure matrix")?;
+        super::cusparse::time_spmv(
+            &self.device,
+            &self.offsets,
+            &self.columns,
+            &h,
+            &diagonal,
+            &s,
+            launches,
+        )
     }
 
     /// Device bytes this solver allocated (estimate from its arrays' sizes) and the device's
