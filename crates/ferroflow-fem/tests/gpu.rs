@@ -5,10 +5,9 @@
 //! run with `--ignored` they fail where no GPU is usable.
 use ferroflow_cuda::probe;
 use ferroflow_fem::cuda::{spmv_candidates, CudaFractional, CudaOptions, TuneMode};
-use ferroflow_fem::ethier_steinman::{pressure, velocity};
+use ferroflow_fem::ethier_steinman::{solver, velocity};
 use ferroflow_fem::fractional::{Controls, Fluid, FractionalStep};
 use ferroflow_fem::lid_cube::cube;
-use ferroflow_mesh::generate::{box_mesh, BoxCells};
 
 /// Names the device, or fails: these tests are ignored unless asked for, and then need a GPU.
 fn gpu() {
@@ -16,30 +15,11 @@ fn gpu() {
     println!("device: {device}");
 }
 
-/// Ethier–Steinman on the Kuhn-split cube [-1, 1]³ of `cells` cells per axis, ν = 1, as
-/// `ethier_steinman::run` sets it up, with the exact boundary velocity.
+/// Ethier–Steinman on the Kuhn-split cube [-1, 1]³ of `cells` cells per axis, ν = 1, with the
+/// exact boundary velocity.
 fn ethier(cells: usize) -> (FractionalStep, impl Fn(usize, f64) -> [f64; 3] + Sync) {
-    let nu = 1.0;
-    let mut mesh = box_mesh(BoxCells::Tet6, [cells; 3], [2.0; 3]).unwrap();
-    mesh.nodes
-        .iter_mut()
-        .for_each(|x| x.iter_mut().for_each(|c| *c -= 1.0));
-    let n = mesh.nodes.len();
-    let mut fixed = vec![false; n];
-    for (_, nodes) in mesh.faces.iter() {
-        nodes.iter().for_each(|&i| fixed[i as usize] = true);
-    }
-    let mut fixed_p = vec![false; n];
-    fixed_p[fixed.iter().position(|&f| f).unwrap()] = true;
-    let u = mesh.nodes.iter().map(|&x| velocity(x, 0.0, nu)).collect();
-    let p = mesh.nodes.iter().map(|&x| pressure(x, 0.0, nu)).collect();
-    let fluid = Fluid {
-        viscosity: nu,
-        density: 1.0,
-    };
-    let s = FractionalStep::new(&mesh, fluid, Controls::default(), fixed, fixed_p, u, p).unwrap();
-    let nodes = mesh.nodes.clone();
-    (s, move |i: usize, t: f64| velocity(nodes[i], t, nu))
+    let (s, nodes) = solver(cells, 1.0, Controls::default()).unwrap();
+    (s, move |i: usize, t: f64| velocity(nodes[i], t, 1.0))
 }
 
 fn bits(u: &[[f64; 3]], p: &[f64]) -> Vec<u64> {

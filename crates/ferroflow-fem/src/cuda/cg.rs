@@ -100,25 +100,23 @@ struct CgArgs {
 unsafe impl DeviceRepr for CgArgs {}
 unsafe impl DeviceRepr for Reduction {}
 
-/// Launch of a reduction: [`LANES`] threads per [`BLOCK`] items.
-pub(crate) fn chunks(n: usize) -> LaunchConfig {
+/// Blocks of `threads` covering `items` threads.
+pub(crate) fn grid(items: usize, threads: u32) -> LaunchConfig {
     LaunchConfig {
-        grid_dim: (n.div_ceil(BLOCK).max(1) as u32, 1, 1),
-        block_dim: (LANES as u32, 1, 1),
+        grid_dim: (items.div_ceil(threads as usize).max(1) as u32, 1, 1),
+        block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     }
 }
 
-/// Threads per block of the one-thread-per-node kernels.
-const NODE_THREADS: u32 = 128;
+/// Launch of a reduction: [`LANES`] threads per [`BLOCK`] items.
+pub(crate) fn chunks(n: usize) -> LaunchConfig {
+    grid(n.div_ceil(BLOCK) * LANES, LANES as u32)
+}
 
-/// Launch of one thread per node.
+/// Launch of one thread per node, 128 per block.
 pub(crate) fn per_node(n: usize) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (n.div_ceil(NODE_THREADS as usize).max(1) as u32, 1, 1),
-        block_dim: (NODE_THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    }
+    grid(n, 128)
 }
 
 /// Queues `f(args[, extra])`.

@@ -113,24 +113,12 @@ pub(crate) fn time_spmv(
                     cs::cudaDataType::CUDA_R_64F,
                 ),
             )?;
-            ok(
-                "create x",
-                cs::cusparseCreateDnVec(
-                    &mut vx,
-                    n as i64,
-                    ptr(&x, stream),
-                    cs::cudaDataType::CUDA_R_64F,
-                ),
-            )?;
-            ok(
-                "create y",
-                cs::cusparseCreateDnVec(
-                    &mut vy,
-                    n as i64,
-                    ptr(&y, stream),
-                    cs::cudaDataType::CUDA_R_64F,
-                ),
-            )?;
+            for (v, values) in [(&mut vx, &x), (&mut vy, &y)] {
+                let values = ptr(values, stream);
+                let created =
+                    cs::cusparseCreateDnVec(v, n as i64, values, cs::cudaDataType::CUDA_R_64F);
+                ok("create a vector", created)?;
+            }
             let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
             let alg = cs::cusparseSpMVAlg_t::CUSPARSE_SPMV_ALG_DEFAULT;
             let f64_type = cs::cudaDataType::CUDA_R_64F;

@@ -2,11 +2,12 @@
 //! ([`Layout`]: the node graph's CSR rows, or sliced ELLPACK built from them) and the timing that
 //! picks one on the actual pressure matrix ([`SpmvTuning`], through `ferroflow_cuda::tune`).
 //! Every variant adds a row's terms in the CPU's order, so the choice changes speed only.
+use super::cg::grid;
 use super::SPMV;
 use ferroflow_core::BackendError;
 use ferroflow_cuda::cudarc::driver::sys::CUdeviceptr;
 use ferroflow_cuda::cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+    CudaFunction, CudaSlice, CudaStream, DeviceRepr, PushKernelArg,
 };
 use ferroflow_cuda::cudarc::nvrtc::Ptx;
 use ferroflow_cuda::{address, Build, Check, Device, Scalar, Tunable};
@@ -299,15 +300,6 @@ impl SpmvKernel {
         unsafe { launch.launch(grid(threads, self.shape.threads())) }
             .check("launching fem_spmv")?;
         Ok(())
-    }
-}
-
-/// Blocks of `threads` covering `items` threads.
-fn grid(items: usize, threads: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (items.div_ceil(threads as usize).max(1) as u32, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
     }
 }
 
