@@ -59,9 +59,14 @@ pub struct LevelResult {
     pub divergence: f64,
 }
 
-/// Runs the solution from t = 0 to `end` (viscosity `nu`) on the Kuhn-split cube of `cells`
-/// cells per axis.
-pub fn run(cells: usize, nu: f64, end: f64, controls: Controls) -> Result<LevelResult, MeshError> {
+/// The solver at t = 0 (viscosity `nu`) on the Kuhn-split cube of `cells` cells per axis,
+/// velocity held at the whole boundary, the pressure's level at the first boundary node; the
+/// nodes' coordinates.
+pub fn solver(
+    cells: usize,
+    nu: f64,
+    controls: Controls,
+) -> Result<(FractionalStep, Vec<[f64; 3]>), MeshError> {
     let mut mesh = box_mesh(BoxCells::Tet6, [cells; 3], [2.0; 3])?;
     mesh.nodes
         .iter_mut()
@@ -80,9 +85,16 @@ pub fn run(cells: usize, nu: f64, end: f64, controls: Controls) -> Result<LevelR
         viscosity: nu,
         density: 1.0,
     };
-    let mut solver = FractionalStep::new(&mesh, fluid, controls, fixed, fixed_p, u, p)?;
-    let nodes = mesh.nodes.clone();
-    let boundary = move |i: usize, t: f64| velocity(nodes[i], t, nu);
+    let solver = FractionalStep::new(&mesh, fluid, controls, fixed, fixed_p, u, p)?;
+    Ok((solver, mesh.nodes))
+}
+
+/// Runs the solution from t = 0 to `end` (viscosity `nu`) on the Kuhn-split cube of `cells`
+/// cells per axis.
+pub fn run(cells: usize, nu: f64, end: f64, controls: Controls) -> Result<LevelResult, MeshError> {
+    let (mut solver, nodes) = solver(cells, nu, controls)?;
+    let n = nodes.len();
+    let boundary = |i: usize, t: f64| velocity(nodes[i], t, nu);
     let (mut t, mut steps, mut cg, mut divergence) = (0.0, 0, 0, 0.0f64);
     // Equal steps that end at `end`, none above the stability estimate of the start.
     let count = (end / solver.time_step()).ceil().max(1.0) as usize;
@@ -98,10 +110,10 @@ pub fn run(cells: usize, nu: f64, end: f64, controls: Controls) -> Result<LevelR
         divergence = divergence.max(d);
     }
     let m = &solver.operators().lumped;
-    let exact_p: Vec<f64> = mesh.nodes.iter().map(|&x| pressure(x, end, nu)).collect();
+    let exact_p: Vec<f64> = nodes.iter().map(|&x| pressure(x, end, nu)).collect();
     let [volume, mean_p, mean_e] = sums(n, |i| [m[i], m[i] * solver.p[i], m[i] * exact_p[i]]);
     let [eu, ep] = sums(n, |i| {
-        let e = velocity(mesh.nodes[i], end, nu);
+        let e = velocity(nodes[i], end, nu);
         let du: f64 = (0..3).map(|c| (solver.u[i][c] - e[c]).powi(2)).sum();
         let dp = (solver.p[i] - mean_p / volume) - (exact_p[i] - mean_e / volume);
         [m[i] * du, m[i] * dp * dp]
