@@ -38,6 +38,12 @@ pub trait Lane:
     /// # Safety
     /// Four readable f64 at each `p(lane)`.
     unsafe fn columns(p: impl Fn(usize) -> *const f64) -> [Self; 4];
+    /// The inverse of [`Lane::columns`]: number j of the record at `p(lane)` set to
+    /// `columns[j]`'s lane.
+    ///
+    /// # Safety
+    /// Four writable f64 at each `p(lane)`.
+    unsafe fn rows(columns: [Self; 4], p: impl Fn(usize) -> *mut f64);
     /// `x` in every lane.
     fn splat(x: f64) -> Self;
     /// Square root (correctly rounded).
@@ -77,6 +83,13 @@ impl Lane for f64 {
     unsafe fn columns(p: impl Fn(usize) -> *const f64) -> [f64; 4] {
         let p = p(0);
         [*p, *p.add(1), *p.add(2), *p.add(3)]
+    }
+    #[inline(always)]
+    unsafe fn rows(columns: [f64; 4], p: impl Fn(usize) -> *mut f64) {
+        let p = p(0);
+        for (j, x) in columns.into_iter().enumerate() {
+            *p.add(j) = x;
+        }
     }
     #[inline(always)]
     fn splat(x: f64) -> f64 {
@@ -195,22 +208,16 @@ mod avx {
         }
         #[inline(always)]
         unsafe fn columns(p: impl Fn(usize) -> *const f64) -> [F64x4; 4] {
-            let r = [0, 1, 2, 3].map(|i| _mm256_loadu_pd(p(i)));
-            // (a0 b0 a2 b2), (a1 b1 a3 b3), then the 128-bit halves recombined.
-            let (t0, t1) = (
-                _mm256_unpacklo_pd(r[0], r[1]),
-                _mm256_unpackhi_pd(r[0], r[1]),
-            );
-            let (t2, t3) = (
-                _mm256_unpacklo_pd(r[2], r[3]),
-                _mm256_unpackhi_pd(r[2], r[3]),
-            );
-            [
-                F64x4(_mm256_permute2f128_pd::<0x20>(t0, t2)),
-                F64x4(_mm256_permute2f128_pd::<0x20>(t1, t3)),
-                F64x4(_mm256_permute2f128_pd::<0x31>(t0, t2)),
-                F64x4(_mm256_permute2f128_pd::<0x31>(t1, t3)),
-            ]
+            super::transpose([0, 1, 2, 3].map(|i| _mm256_loadu_pd(p(i)))).map(F64x4)
+        }
+        #[inline(always)]
+        unsafe fn rows(columns: [F64x4; 4], p: impl Fn(usize) -> *mut f64) {
+            for (i, r) in super::transpose(columns.map(|c| c.0))
+                .into_iter()
+                .enumerate()
+            {
+                _mm256_storeu_pd(p(i), r);
+            }
         }
         #[inline(always)]
         fn splat(x: f64) -> F64x4 {
@@ -248,6 +255,28 @@ mod avx {
             F64x4(unsafe { _mm256_blendv_pd(b.0, a.0, mask) })
         }
     }
+}
+
+/// The 4 × 4 transpose of `r`: (a0 b0 a2 b2), (a1 b1 a3 b3), …, then the 128-bit halves
+/// recombined (`unpcklpd`/`unpckhpd` and `vperm2f128`). Safety: AVX is present.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn transpose(r: [std::arch::x86_64::__m256d; 4]) -> [std::arch::x86_64::__m256d; 4] {
+    use std::arch::x86_64::*;
+    let (t0, t1) = (
+        _mm256_unpacklo_pd(r[0], r[1]),
+        _mm256_unpackhi_pd(r[0], r[1]),
+    );
+    let (t2, t3) = (
+        _mm256_unpacklo_pd(r[2], r[3]),
+        _mm256_unpackhi_pd(r[2], r[3]),
+    );
+    [
+        _mm256_permute2f128_pd::<0x20>(t0, t2),
+        _mm256_permute2f128_pd::<0x20>(t1, t3),
+        _mm256_permute2f128_pd::<0x31>(t0, t2),
+        _mm256_permute2f128_pd::<0x31>(t1, t3),
+    ]
 }
 
 /// Whether this CPU runs the AVX2 loops.

@@ -130,7 +130,7 @@ impl CellView<'_> {
     }
 
     /// The states and centroids of cells or ghosts `c(lane)`: transposed from whole
-    /// records, or number by number.
+    /// records (and written back so by the setters), or number by number.
     #[inline(always)]
     pub(crate) unsafe fn state<T: Lane>(&self, c: impl Fn(usize) -> usize) -> ([T; 5], [T; 3]) {
         if !self.transpose {
@@ -157,6 +157,12 @@ impl CellView<'_> {
     /// Sets the states of cells or ghosts `c0 + lane`.
     #[inline(always)]
     pub(crate) unsafe fn set_prim<T: Lane>(&self, c0: usize, w: &[T; 5]) {
+        if self.transpose {
+            // ρ, u, v, w as four-number rows; p lane by lane (the centroid follows it).
+            T::rows([w[0], w[1], w[2], w[3]], |i| self.state_at(c0 + i, 0));
+            w[4].each(|i, x| *self.state_at(c0 + i, 4) = x);
+            return;
+        }
         for (v, w) in w.iter().enumerate() {
             if self.aos {
                 w.each(|i, x| *self.state_at(c0 + i, v) = x);
@@ -169,6 +175,20 @@ impl CellView<'_> {
     /// Sets the gradients of cells `c0 + lane`.
     #[inline(always)]
     pub(crate) unsafe fn set_grad<T: Lane>(&self, c0: usize, g: &[[T; 3]; 5]) {
+        if self.transpose {
+            let at = |k: usize| {
+                if k < 15 {
+                    g[k / 3][k % 3]
+                } else {
+                    T::splat(0.0)
+                }
+            };
+            for k in 0..4 {
+                let columns = [0, 1, 2, 3].map(|j| at(4 * k + j));
+                T::rows(columns, |i| self.grad_at(c0 + i, 4 * k));
+            }
+            return;
+        }
         for v in 0..5 {
             for a in 0..3 {
                 if self.aos {
