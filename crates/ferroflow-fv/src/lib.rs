@@ -31,6 +31,7 @@ pub mod residual;
 pub mod riemann;
 pub mod sod;
 pub mod time;
+pub mod viscous;
 pub mod vortex;
 
 pub use boundary::Boundary;
@@ -38,3 +39,4 @@ pub use flux::Limiter;
 pub use gas::Gas;
 pub use geometry::Geometry;
 pub use residual::Solver;
+pub use viscous::{Viscosity, Viscous};
