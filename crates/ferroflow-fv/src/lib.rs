@@ -19,9 +19,11 @@
 //! - [`sod`]: Sod's shock tube on slabs of hexahedra, prisms and tetrahedra.
 //! - [`vortex`]: the isentropic vortex, errors and observed orders.
 //! - [`bump`]: subsonic flow over a bump in a channel, entropy errors and iterations.
+//! - [`flat_plate`]: the laminar boundary layer on a flat plate against Blasius.
 pub mod bench;
 pub mod boundary;
 pub mod bump;
+pub mod flat_plate;
 pub mod flux;
 pub mod gas;
 pub mod geometry;

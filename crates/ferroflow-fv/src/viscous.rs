@@ -202,7 +202,7 @@ mod tests {
     use crate::gas::Cons;
     use crate::geometry::tests::mixed_mesh;
     use crate::implicit::{steady_implicit, Implicit};
-    use crate::time::{steady, FOUR_STAGE};
+    use crate::time::{in_batches, steady, FOUR_STAGE};
     use ferroflow_mesh::generate::{box_mesh, BoxCells};
 
     const MU: f64 = 0.03;
@@ -306,30 +306,6 @@ mod tests {
         (s, u)
     }
 
-    /// Iterations of `iterate` (which takes `u` and a count) in batches of 50 until every
-    /// component of R/Ω is below 1e-11, or None after `max`. The density's residual alone,
-    /// which the steady iterations watch, vanishes from the start (v = 0 throughout): the
-    /// batches run with a drop they cannot reach.
-    fn converge(
-        s: &mut Solver,
-        u: &mut [Cons],
-        max: usize,
-        mut iterate: impl FnMut(&mut Solver, &mut [Cons], usize),
-    ) -> Option<usize> {
-        let mut r = vec![[0.0; 5]; u.len()];
-        for done in (0..=max).step_by(50) {
-            s.residual(u, 0.0, &mut r);
-            let largest = (r.iter().zip(&s.geometry.volume))
-                .flat_map(|(r, v)| r.map(|x| (x / v).abs()))
-                .fold(0.0, f64::max);
-            if largest < 1e-11 {
-                return Some(done);
-            }
-            iterate(s, u, 50);
-        }
-        None
-    }
-
     /// Largest |u − u_exact| and |T − T_exact| over the cells.
     fn couette_errors(s: &Solver, u: &[Cons]) -> (f64, f64) {
         let mut out = (0.0f64, 0.0f64);
@@ -352,13 +328,16 @@ mod tests {
             cfl: 1000.0,
             sweeps: 16,
         };
+        // The density's residual vanishes from the start (v = 0 throughout): every
+        // component's is watched, the batches run with a drop they cannot reach.
+        let converged = |_: &Solver, r: [f64; 5]| r.iter().all(|&x| x < 1e-11);
         let mut errors = Vec::new();
         for n in [8, 16, 32] {
             let (mut s, mut u) = couette(n);
             let implicit = |s: &mut Solver, u: &mut [Cons], k| {
                 steady_implicit(s, u, how, (f64::NEG_INFINITY, k));
             };
-            let iterations = converge(&mut s, &mut u, 10_000, implicit);
+            let iterations = in_batches(&mut s, &mut u, (50, 10_000), implicit, converged);
             println!("n {n}: {iterations:?} implicit iterations");
             assert!(iterations.is_some(), "n {n}");
             let (eu, et) = couette_errors(&s, &u);
@@ -370,7 +349,7 @@ mod tests {
                 let explicit = |s: &mut Solver, u: &mut [Cons], k| {
                     steady(s, u, 2.0, &FOUR_STAGE, (f64::NEG_INFINITY, k));
                 };
-                let iterations = converge(&mut s, &mut v, 50_000, explicit);
+                let iterations = in_batches(&mut s, &mut v, (50, 50_000), explicit, converged);
                 println!("n {n}: {iterations:?} explicit iterations");
                 assert!(iterations.is_some());
                 for (a, b) in u.iter().zip(&v) {
