@@ -32,7 +32,8 @@ pub const BLASIUS: f64 = 0.664;
 /// The stations over which Cf √Re_x is compared with Blasius': the plate but its first
 /// tenth, where Re_x < 10⁴ and the leading edge's singularity lies.
 pub const RANGE: (f64, f64) = (0.1, 1.0);
-/// Converged when the RMS of the x-momentum's R/Ω is this times ρ∞U∞² per unit length.
+/// Converged when the RMS of the x-momentum's R/Ω is this times ρ∞U∞² per unit length: two
+/// decades further, Cf √Re_x / 0.664 moved by 1e-6 on the coarse mesh, 1e-4 on the fine one.
 pub const TOLERANCE: f64 = 1e-6;
 /// Iterations after which a run stops unconverged.
 pub const MAX_ITERATIONS: usize = 20_000;
@@ -49,7 +50,7 @@ pub struct Grading {
     pub ahead: usize,
     /// Cells along the plate.
     pub plate: usize,
-    /// Cells across, from the wall to the far field.
+    /// Cells across, from the wall to the top.
     pub normal: usize,
     /// Width of the cells on either side of the leading edge.
     pub edge: f64,
@@ -277,7 +278,7 @@ pub fn run(grading: Grading) -> Result<FlatPlate, MeshError> {
     let iterate = |s: &mut Solver, u: &mut [Cons], k| {
         steady_implicit(s, u, IMPLICIT, (f64::NEG_INFINITY, k));
     };
-    let converged = |_: &Solver, r: [f64; 5]| r[1] <= target;
+    let converged = |r: [f64; 5]| r[1] <= target;
     let iterations = in_batches(&mut s, &mut u, (50, MAX_ITERATIONS), iterate, converged);
     let seconds = clock.elapsed().as_secs_f64();
     Ok(FlatPlate {
@@ -310,7 +311,7 @@ mod tests {
     }
 
     /// The tests' coarse mesh meets the acceptance bound itself: Cf √Re_x within 5 % of
-    /// Blasius' over 0.1 ≤ x ≤ 1 (1.7 % at x = 0.11 when written, ~2,000 iterations).
+    /// Blasius' over 0.1 ≤ x ≤ 1 (1.67 % at x = 0.76 in 3,000 iterations when written).
     #[test]
     fn the_coarse_plate_has_blasius_skin_friction() {
         let r = run(COARSE).unwrap();
@@ -322,7 +323,8 @@ mod tests {
         assert!(cp.fold(0.0, f64::max) < 0.02);
     }
 
-    /// The fine mesh: within 5 % too, and nearer Blasius than the coarse mesh.
+    /// The fine mesh: within 5 % too (0.97 % at x = 0.98 in 3,650 iterations when written),
+    /// and nearer Blasius than the coarse mesh.
     #[test]
     #[ignore = "minutes in release: 7,168 cells and thousands of implicit iterations"]
     fn the_fine_plate_has_blasius_skin_friction() {

@@ -130,23 +130,22 @@ pub fn residual_rms(s: &mut Solver, u: &[Cons], r: &mut [Cons]) -> [f64; 5] {
     sum.map(|x| (x / u.len() as f64).sqrt())
 }
 
-/// `iterate(s, u, batch)` repeated until `done` holds for the solver, prepared for the
-/// state, and the [`residual_rms`] checked before each batch; the iterations taken, or None once `max` have not sufficed. For a
-/// stopping rule the steady iterations' own, a drop from the first residual, cannot state:
-/// one that starts near zero (an impulsive start whose mass residual is at first all at a
-/// wall) or must hold for every component.
+/// `iterate(s, u, batch)` repeated until `done` holds for the [`residual_rms`] checked
+/// before each batch; the iterations taken, or None once `max` have not sufficed. The solver
+/// is left prepared for the last state. For a stopping rule that the steady iterations' own,
+/// a drop from the first density residual, cannot state: one for a residual that starts near
+/// zero (an impulsive start puts it at a wall, in the momentum) or for every component.
 pub fn in_batches(
     s: &mut Solver,
     u: &mut [Cons],
     (batch, max): (usize, usize),
     mut iterate: impl FnMut(&mut Solver, &mut [Cons], usize),
-    mut done: impl FnMut(&Solver, [f64; 5]) -> bool,
+    mut done: impl FnMut([f64; 5]) -> bool,
 ) -> Option<usize> {
     let mut r = vec![[0.0; 5]; u.len()];
     let mut taken = 0;
     loop {
-        let rms = residual_rms(s, u, &mut r);
-        if done(s, rms) {
+        if done(residual_rms(s, u, &mut r)) {
             return Some(taken);
         }
         if taken >= max {
