@@ -436,18 +436,15 @@ fn vortex(cells: &[usize], out: &Path) -> Result<(), Failure> {
 /// The laminar flat plate (see [`VerifyCommand::FlatPlate`]): every eighth station's
 /// coefficients printed, all of them written to `out/flat-plate.csv`.
 fn flat_plate(coarse: bool, out: &Path) -> Result<(), Failure> {
-    use ferroflow_fv::flat_plate::{deviation, run, COARSE, FINE, RANGE, TOLERANCE};
+    use ferroflow_fv::flat_plate::{deviation, run, COARSE, FINE, MAX_ITERATIONS, RANGE};
     let path = output_file(out, "flat-plate.csv")?;
     let grading = if coarse { COARSE } else { FINE };
     let r = run(grading).map_err(Failure::runtime)?;
-    println!(
-        "{} cells, {} implicit iterations, {:.1} s",
-        r.cells,
-        r.iterations
-            .map(|n| n.to_string())
-            .unwrap_or_else(|| "no convergence in the".into()),
-        r.seconds
-    );
+    let iterations = match r.iterations {
+        Some(n) => format!("{n} implicit iterations"),
+        None => format!("not converged in {MAX_ITERATIONS} implicit iterations"),
+    };
+    println!("{} cells, {iterations}, {:.1} s", r.cells, r.seconds);
     let mut csv = String::from("x,cp,cf,cf_sqrt_re_x_over_blasius\n");
     println!("{:>8} {:>9} {:>10} {:>14}", "x", "Cp", "Cf", "Cf√Rex/0.664");
     for (k, st) in r.surface.iter().enumerate() {
@@ -473,9 +470,7 @@ fn flat_plate(coarse: bool, out: &Path) -> Result<(), Failure> {
             println!("PASS: {verdict}");
             Ok(())
         }
-        (None, _) => Err(Failure::runtime(format!(
-            "FAIL: not converged to {TOLERANCE:e}; {verdict}"
-        ))),
+        (None, _) => Err(Failure::runtime(format!("FAIL: not converged; {verdict}"))),
         (Some(_), false) => Err(Failure::runtime(format!("FAIL: {verdict} (above 5 %)"))),
     }
 }
