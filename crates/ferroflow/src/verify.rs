@@ -207,7 +207,7 @@ pub enum VerifyCommand {
                             ferroflow verify bump --cells 24,48,96 --explicit-up-to 24\n\n\
                             Exit codes: 0 PASS, 1 FAIL or a runtime failure, 2 bad input.")]
     Bump {
-        /// Cells along the channel of each mesh, at least two meshes, ascending, multiples of 3.
+        /// Cells along the channel of each mesh (n/3 across), at least two meshes, ascending.
         #[arg(long, value_delimiter = ',', default_values_t = [48, 96, 192])]
         cells: Vec<usize>,
         /// Run the explicit scheme too on the meshes of at most this many cells along the
