@@ -399,7 +399,7 @@ fn face_parts(
 pub(crate) fn pack<T: Real, R: Real>(fields: &Fields<T>, face: &Face, buf: &mut [R]) {
     let l = &fields.layout;
     for ((r, part), values) in face_parts(face, l, false).into_iter().zip(&fields.vars) {
-        let (width, rows_j) = ((r[0].1 - r[0].0) as usize, (r[1].1 - r[1].0) as isize);
+        let (width, rows_j) = ((r[0].1 - r[0].0) as usize, r[1].1 - r[1].0);
         buf[part]
             .par_chunks_mut(width)
             .with_min_len(FACE_ROWS_PER_TASK)
@@ -422,7 +422,7 @@ pub(crate) fn unpack<T: Real, R: Real>(fields: &mut Fields<T>, face: &Face, buf:
     let l = fields.layout;
     let (row_len, rows_per_plane) = (l.stride[1], (l.stride[2] / l.stride[1]) as isize);
     for ((r, part), values) in face_parts(face, &l, true).into_iter().zip(&mut fields.vars) {
-        let (width, rows_j) = ((r[0].1 - r[0].0) as usize, (r[1].1 - r[1].0) as isize);
+        let (width, rows_j) = ((r[0].1 - r[0].0) as usize, r[1].1 - r[1].0);
         let part = &buf[part];
         // The memory rows from the region's first to its last, in parallel; those of other j
         // in between are skipped.
