@@ -87,8 +87,8 @@ impl<R: Real> CpuBackend<R> {
     }
 
     /// Sets up the state from `problem.initial` on `pool`, which other backends may share:
-    /// the blocks of a decomposed grid, iterated one after the other, take all its threads in
-    /// turn instead of a thread each.
+    /// the blocks of a decomposed grid, iterated at once, share all its threads instead of a
+    /// thread each.
     pub fn on(
         problem: &Problem<R>,
         pool: Arc<rayon::ThreadPool>,
