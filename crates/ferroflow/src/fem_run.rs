@@ -14,11 +14,13 @@ use crate::run::{log_header, read_checkpoint, value_name, Restart, RunArgs};
 use crate::signals::Interrupt;
 use crate::world::World;
 use crate::Failure;
+use ferroflow_cases::case::key_line;
 use ferroflow_cases::case::{BackendKind, BackendSpec, Precision};
 use ferroflow_cases::fem::{
-    CgSummary, FemCase, FemSetup, FemStatus, FemSummary, MeshSize, PatchForce, SolverKind,
-    StepResiduals,
+    CgSummary, FemCase, FemMeshKind, FemSetup, FemStatus, FemSummary, MeshSize, PatchForce,
+    SolverKind, StepResiduals,
 };
+use ferroflow_cases::CaseError;
 use ferroflow_core::{Points, Snapshot};
 use ferroflow_io::table::write_json;
 use ferroflow_mesh::vtu::{self, Field};
@@ -75,6 +77,8 @@ pub fn is_fem(args: &RunArgs) -> Result<bool, Failure> {
 /// A finite-element run, checked.
 struct FemJob {
     case: FemCase,
+    /// The case's text and where it came from, for messages.
+    source: Source,
     /// The resolved case as TOML.
     resolved: String,
     overrides: Vec<Override>,
@@ -156,6 +160,7 @@ impl FemJob {
         results::check_usable(&out, &keys, args.overwrite)?;
         Ok(FemJob {
             case,
+            source,
             resolved,
             overrides,
             out,
@@ -171,15 +176,23 @@ impl FemJob {
     /// key at fault.
     fn setup(&self) -> Result<FemSetup, Failure> {
         let case = &self.case;
+        let invalid = |key: &str, message: String| {
+            let (origin, text) = (&self.source.origin, &self.source.text);
+            Failure::input(CaseError {
+                origin: origin.clone(),
+                line: key_line(text, key),
+                key: Some(key.into()),
+                message,
+            })
+        };
         let mesh = case.mesh().map_err(|e| {
             let key = match case.mesh.kind {
-                ferroflow_cases::fem::FemMeshKind::Gmsh => "mesh.file",
-                ferroflow_cases::fem::FemMeshKind::TetBox => "mesh.cells",
+                FemMeshKind::Gmsh => "mesh.file",
+                FemMeshKind::TetBox => "mesh.cells",
             };
-            Failure::input(format!("{}: {key}: {e}", case.case.name))
+            invalid(key, e.to_string())
         })?;
-        let mut setup = (case.setup(mesh))
-            .map_err(|(key, e)| Failure::input(format!("{}: {key}: {e}", case.case.name)))?;
+        let mut setup = case.setup(mesh).map_err(|(key, e)| invalid(&key, e))?;
         if let Some(Restart { file, checkpoint }) = &self.restart {
             let bad = |e| Failure::input(format!("--restart {}: {e}", file.display()));
             let state = checkpoint
