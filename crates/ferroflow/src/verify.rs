@@ -664,7 +664,8 @@ fn cg_sweep(
                 cg_tolerance: t,
                 ..controls
             };
-            rows.push((t, run(level.cells, nu, end, c).map_err(Failure::runtime)?));
+            let r = ferroflow_fem::ethier_steinman::run(level.cells, nu, end, c);
+            rows.push((t, r.map_err(Failure::runtime)?));
         }
         rows.push((controls.cg_tolerance, *level));
         tracks &= rows
