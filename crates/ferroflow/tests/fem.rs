@@ -262,3 +262,31 @@ fn finite_element_cases_are_listed_and_shown() {
         assert!(check.unwrap().status.success());
     }
 }
+
+#[test]
+fn a_channel_with_inflow_and_outflow_settles_and_reports_wall_forces() {
+    let tmp = TempDir::new().unwrap();
+    let body = "[mesh]\ncells = [6, 3, 3]\nsize = [2.0, 1.0, 1.0]\n[physics]\nviscosity = 0.1\n\
+                [boundary.xmin]\nkind = \"inflow\"\nvelocity = [1.0, 0.0, 0.0]\n\
+                profile = \"parabolic\"\n[boundary.xmax]\nkind = \"outflow\"\n[numerics]\n\
+                local_time_steps = true\nend_time = 50.0\nsteady_tolerance = 1e-6\n[output]\n\
+                forces = [\"ymin\", \"ymax\"]\nreference_velocity = 2.0\nreference_area = 0.5\n";
+    case_file(tmp.path(), "channel.toml", body);
+    ferroflow(tmp.path())
+        .args(["run", "channel.toml", "-q", "--out", "out"])
+        .assert()
+        .success();
+    let s = summary(&tmp.path().join("out"));
+    assert_eq!(s["status"], "steady", "{s}");
+    let force = |f: usize, c: &str, a: usize| s["forces"][f][c][a].as_f64().unwrap();
+    for f in [0, 1] {
+        // The flow drags the walls downstream; 2F / (ρ U² A) = F with U = 2, A = 0.5.
+        assert!(force(f, "force", 0) > 0.0, "{s}");
+        assert_eq!(force(f, "coefficients", 0), force(f, "force", 0));
+    }
+    // The pressure pushes the walls apart.
+    assert!(
+        force(0, "force", 1) < 0.0 && force(1, "force", 1) > 0.0,
+        "{s}"
+    );
+}
