@@ -384,12 +384,15 @@ impl<'a> FemRun<'a> {
                 .update(self.sim.iteration, &[rate, pressure_rate]);
             let step_no = self.sim.iteration;
             let o = &case.output;
-            if o.field_interval > 0 && step_no % o.field_interval == 0 && self.stopped().is_none() {
+            if o.field_interval > 0
+                && step_no.is_multiple_of(o.field_interval)
+                && self.stopped().is_none()
+            {
                 let name = format!("{}.vtu", results::snapshot_pieces(step_no));
                 self.write_fields(&name).map_err(Failure::runtime)?;
                 (self.out.add_snapshot(step_no, name)).map_err(Failure::runtime)?;
             }
-            if o.checkpoint_interval > 0 && step_no % o.checkpoint_interval == 0 {
+            if o.checkpoint_interval > 0 && step_no.is_multiple_of(o.checkpoint_interval) {
                 self.checkpoint()?;
             }
         };
