@@ -4,7 +4,7 @@
 //! they mean the same (`[case]`, `[mesh]`, `[physics]`, `[boundary.<patch>]`, `[numerics]`,
 //! `[backend]`, `[output]`) with keys of its own, documented once in [`FEM_KEYS`].
 use crate::case::{
-    default_in, key_line, render, syntax_error, CaseError, CaseInfo, KeyDoc, Precision,
+    default_in, key, key_line, render, syntax_error, CaseError, CaseInfo, KeyDoc, Precision, KEYS,
 };
 use ferroflow_fem::dfg::{force, nodes_of_patch};
 use ferroflow_fem::ethier_steinman;
@@ -755,39 +755,11 @@ pub const FEM_BUILTIN: [(&str, &str); 3] = [
     ("dfg-3d-1z", include_str!("../../../cases/dfg-3d-1z.toml")),
 ];
 
-const fn key(
-    key: &'static str,
-    type_name: &'static str,
-    unit: &'static str,
-    allowed: &'static str,
-    meaning: &'static str,
-) -> KeyDoc {
-    KeyDoc {
-        key,
-        type_name,
-        unit,
-        allowed,
-        meaning,
-        model: None,
-    }
-}
-
 /// Every key of a finite-element case file, in file order.
 pub const FEM_KEYS: [KeyDoc; 30] = [
-    key(
-        "case.name",
-        "string",
-        "-",
-        "a plain file name",
-        "Name; the default output directory is `ferroflow-out/<name>/`",
-    ),
-    key(
-        "case.description",
-        "string",
-        "-",
-        "text",
-        "One line saying what the case is",
-    ),
+    // As a structured case's.
+    KEYS[0],
+    KEYS[1],
     key(
         "case.solver",
         "string",

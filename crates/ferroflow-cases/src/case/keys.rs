@@ -22,7 +22,7 @@ pub struct KeyDoc {
     pub model: Option<Model>,
 }
 
-const fn key(
+pub(crate) const fn key(
     key: &'static str,
     type_name: &'static str,
     unit: &'static str,

@@ -25,6 +25,7 @@ use toml::de::{DeTable, DeValue};
 mod keys;
 pub mod v1;
 
+pub(crate) use keys::key;
 pub use keys::{key_sections, sections, KeyDoc, KEYS};
 
 /// A whole case file.
