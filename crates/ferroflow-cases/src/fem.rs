@@ -314,6 +314,8 @@ pub struct FemSetup {
     pub boundary: Boundary,
     /// `(patch, its nodes)` for `output.forces`.
     pub forces: Vec<(String, Vec<bool>)>,
+    /// The state at t = 0.
+    initial: Initial,
 }
 
 /// What each node's velocity is held at.
@@ -340,6 +342,16 @@ impl Boundary {
 }
 
 impl FemSetup {
+    /// The errors against the Ethier–Steinman solution at time `t`, if the case is that
+    /// solution's (see [`FemSummary::exact_errors`]).
+    pub fn exact_errors(&self, t: f64) -> Option<[f64; 2]> {
+        let exact = self.initial == Initial::EthierSteinman;
+        exact.then(|| {
+            let b = &self.boundary;
+            ethier_steinman::errors(&b.nodes, &self.solver, t, b.viscosity)
+        })
+    }
+
     /// The force on each patch of `output.forces`, with ρν = `dynamic_viscosity`.
     pub fn forces(&self, dynamic_viscosity: f64) -> Vec<(String, [f64; 3])> {
         (self.forces.iter())
@@ -581,6 +593,7 @@ impl FemCase {
             solver,
             boundary,
             forces,
+            initial: self.physics.initial,
         })
     }
 
@@ -687,6 +700,10 @@ pub struct FemSummary {
     /// Forces on the patches of `output.forces`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub forces: Vec<PatchForce>,
+    /// With `physics.initial = "ethier-steinman"`: the L2 errors at the time reached,
+    /// velocity and pressure (each less its mean), as `ferroflow verify ethier-steinman`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exact_errors: Option<[f64; 2]>,
 }
 
 /// The size of a mesh.

@@ -103,25 +103,33 @@ pub fn run(cells: usize, nu: f64, end: f64, controls: Controls) -> Result<LevelR
         divergence = divergence.max(d);
         continuity = continuity.max(c);
     }
-    let m = &solver.operators().lumped;
-    let exact_p: Vec<f64> = mesh.nodes.iter().map(|&x| pressure(x, end, nu)).collect();
-    let [volume, mean_p, mean_e] = sums(n, |i| [m[i], m[i] * solver.p[i], m[i] * exact_p[i]]);
-    let [eu, ep] = sums(n, |i| {
-        let e = velocity(mesh.nodes[i], end, nu);
-        let du: f64 = (0..3).map(|c| (solver.u[i][c] - e[c]).powi(2)).sum();
-        let dp = (solver.p[i] - mean_p / volume) - (exact_p[i] - mean_e / volume);
-        [m[i] * du, m[i] * dp * dp]
-    });
+    let [eu, ep] = errors(&mesh.nodes, &solver, end, nu);
     Ok(LevelResult {
         cells,
         nodes: n,
         steps,
-        velocity: eu.sqrt(),
-        pressure: ep.sqrt(),
+        velocity: eu,
+        pressure: ep,
         cg_iterations: cg as f64 / steps as f64,
         divergence,
         continuity,
     })
+}
+
+/// The lumped-mass L2 errors of the velocity and the pressure (each less its mean) of
+/// `solver`'s state on the nodes at `x` against the solution at time `t`, viscosity `nu`.
+pub fn errors(x: &[[f64; 3]], solver: &FractionalStep, t: f64, nu: f64) -> [f64; 2] {
+    let m = &solver.operators().lumped;
+    let exact_p: Vec<f64> = x.iter().map(|&x| pressure(x, t, nu)).collect();
+    let n = x.len();
+    let [volume, mean_p, mean_e] = sums(n, |i| [m[i], m[i] * solver.p[i], m[i] * exact_p[i]]);
+    let [eu, ep] = sums(n, |i| {
+        let e = velocity(x[i], t, nu);
+        let du: f64 = (0..3).map(|c| (solver.u[i][c] - e[c]).powi(2)).sum();
+        let dp = (solver.p[i] - mean_p / volume) - (exact_p[i] - mean_e / volume);
+        [m[i] * du, m[i] * dp * dp]
+    });
+    [eu.sqrt(), ep.sqrt()]
 }
 
 /// [`run`] on each of `levels` (cells per axis), with the observed orders between

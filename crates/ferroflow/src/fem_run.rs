@@ -549,6 +549,7 @@ impl<'a> FemRun<'a> {
             total_wall_seconds: self.job.started.elapsed().as_secs_f64(),
             node_updates_per_second: nodes as f64 * self.sim.iteration as f64 / self.wall_seconds,
             forces,
+            exact_errors: self.setup.exact_errors(self.time),
         }
     }
 

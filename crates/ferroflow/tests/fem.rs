@@ -290,3 +290,28 @@ fn a_channel_with_inflow_and_outflow_settles_and_reports_wall_forces() {
         "{s}"
     );
 }
+
+#[test]
+fn the_ethier_steinman_case_reports_its_errors_as_the_study_does() {
+    // `ferroflow verify ethier-steinman` on 4³: velocity 1.844e-1, pressure 5.121 (its steps
+    // all of the starting estimate's size, these of each step's own: close, not equal).
+    let tmp = TempDir::new().unwrap();
+    let args = [
+        "run",
+        "ethier-steinman-fe",
+        "-q",
+        "--set",
+        "mesh.cells=[4,4,4]",
+    ];
+    ferroflow(tmp.path())
+        .args(args)
+        .args(["--out", "es"])
+        .assert()
+        .success();
+    let s = summary(&tmp.path().join("es"));
+    assert_eq!(s["status"], "end-time");
+    assert!((s["time"].as_f64().unwrap() - 0.1).abs() < 1e-12, "{s}");
+    let [u, p] = [0, 1].map(|k| s["exact_errors"][k].as_f64().unwrap());
+    assert!((u / 1.844e-1 - 1.0).abs() < 0.05, "{s}");
+    assert!((p / 5.121 - 1.0).abs() < 0.05, "{s}");
+}
