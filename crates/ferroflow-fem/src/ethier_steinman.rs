@@ -62,9 +62,14 @@ pub struct LevelResult {
     pub continuity: f64,
 }
 
-/// Runs the solution from t = 0 to `end` (viscosity `nu`) on the Kuhn-split cube of `cells`
-/// cells per axis.
-pub fn run(cells: usize, nu: f64, end: f64, controls: Controls) -> Result<LevelResult, MeshError> {
+/// The solver at t = 0 (viscosity `nu`) on the Kuhn-split cube of `cells` cells per axis,
+/// velocity held at the whole boundary, the pressure's level at the first boundary node; the
+/// nodes' coordinates.
+pub fn solver(
+    cells: usize,
+    nu: f64,
+    controls: Controls,
+) -> Result<(FractionalStep, Vec<[f64; 3]>), MeshError> {
     let mut mesh = box_mesh(BoxCells::Tet6, [cells; 3], [2.0; 3])?;
     mesh.nodes
         .iter_mut()
@@ -83,9 +88,16 @@ pub fn run(cells: usize, nu: f64, end: f64, controls: Controls) -> Result<LevelR
         viscosity: nu,
         density: 1.0,
     };
-    let mut solver = FractionalStep::new(&mesh, fluid, controls, fixed, fixed_p, u, p)?;
-    let nodes = mesh.nodes.clone();
-    let boundary = move |i: usize, t: f64| velocity(nodes[i], t, nu);
+    let solver = FractionalStep::new(&mesh, fluid, controls, fixed, fixed_p, u, p)?;
+    Ok((solver, mesh.nodes))
+}
+
+/// Runs the solution from t = 0 to `end` (viscosity `nu`) on the Kuhn-split cube of `cells`
+/// cells per axis.
+pub fn run(cells: usize, nu: f64, end: f64, controls: Controls) -> Result<LevelResult, MeshError> {
+    let (mut solver, nodes) = solver(cells, nu, controls)?;
+    let n = nodes.len();
+    let boundary = |i: usize, t: f64| velocity(nodes[i], t, nu);
     let (mut t, mut steps, mut cg) = (0.0, 0, 0);
     let (mut divergence, mut continuity) = (0.0f64, 0.0f64);
     // Equal steps that end at `end`, none above the stability estimate of the start.
@@ -103,7 +115,7 @@ pub fn run(cells: usize, nu: f64, end: f64, controls: Controls) -> Result<LevelR
         divergence = divergence.max(d);
         continuity = continuity.max(c);
     }
-    let [eu, ep] = errors(&mesh.nodes, &solver, end, nu);
+    let [eu, ep] = errors(&nodes, &solver, end, nu);
     Ok(LevelResult {
         cells,
         nodes: n,

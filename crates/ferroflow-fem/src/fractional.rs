@@ -117,7 +117,7 @@ pub struct StepReport {
     /// continuity equation the projection imposes (its divergence with −D M⁻¹ G replaced by
     /// K, and the pressure stabilisation), which the pressure solve's tolerance controls; the
     /// divergence above also holds that approximation's difference, which only the mesh
-    /// controls.
+    /// controls. NaN from the CUDA step, which does not measure it.
     pub continuity: f64,
 }
 
@@ -148,15 +148,15 @@ pub struct Frozen {
 
 /// The solver's state on one mesh.
 pub struct FractionalStep {
-    ops: EdgeOperators,
-    fluid: Fluid,
-    controls: Controls,
+    pub(crate) ops: EdgeOperators,
+    pub(crate) fluid: Fluid,
+    pub(crate) controls: Controls,
     /// h_I = M_II^(1/3).
-    h: Vec<f64>,
-    fixed_velocity: Vec<bool>,
-    fixed_pressure: Vec<bool>,
+    pub(crate) h: Vec<f64>,
+    pub(crate) fixed_velocity: Vec<bool>,
+    pub(crate) fixed_pressure: Vec<bool>,
     /// The node of fixed pressure when there is only one: it sets the level.
-    level: Option<usize>,
+    pub(crate) level: Option<usize>,
     /// The pressure matrix, refilled every step (the node graph's pattern).
     matrix: Matrix,
     /// Velocity at the nodes.
@@ -570,7 +570,7 @@ impl FractionalStep {
 }
 
 /// The penalty on the diagonal of a fixed-pressure row (the seed's 10²⁰).
-const PENALTY: f64 = 1e20;
+pub(crate) const PENALTY: f64 = 1e20;
 
 fn sub(a: Vec3, b: Vec3) -> Vec3 {
     [a[0] - b[0], a[1] - b[1], a[2] - b[2]]

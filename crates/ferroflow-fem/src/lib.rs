@@ -16,7 +16,10 @@
 //! - [`lid_cube`]: the lid-driven cube marched to steady state, its centreline profiles.
 //! - [`dfg`]: the DFG 3D-1Z channel around a cylinder, its drag and lift coefficients.
 //! - [`sum`]: sums in a fixed order.
+//! - [`cuda`] (feature `cuda`): the solver with its whole state on a GPU, bit for bit the CPU's.
 pub mod cg;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod dfg;
 pub mod edges;
 pub mod ethier_steinman;

@@ -45,6 +45,7 @@ Examples:
   ferroflow bench --solve cavity2d-re1000,bdc3d --backend cuda
   ferroflow bench --fem                             # finite elements: the seed's three levels
   ferroflow bench --fem 28 --threads 1
+  ferroflow bench --fem 14,28,56,112 --backend cuda  # GPU: product variants, CG iteration, step
   ferroflow bench --fv 64                           # finite-volume face and cell loops")]
 pub struct BenchArgs {
     /// Backend to measure.
@@ -109,11 +110,15 @@ pub struct BenchArgs {
     /// relaxation), f64, one block; a Markdown table.
     #[arg(long, value_delimiter = ',', num_args = 0.., value_name = "CASES")]
     solve: Option<Vec<String>>,
-    /// Edge-based finite elements instead (CPU, f64): the lid-driven cube (Re = 100) of n³
+    /// Edge-based finite elements instead (CPU or CUDA, f64): the lid-driven cube (Re = 100) of n³
     /// hexahedra of six tetrahedra for each n (none after the flag: 14, 28, 56, about the
     /// nodes of the seed's three levels, 3,347, 24,202 and 184,755); a Markdown table.
     #[arg(long, value_delimiter = ',', num_args = 0.., value_name = "CELLS")]
     fem: Option<Vec<usize>>,
+    /// With `--fem --backend cuda`: also run each cube from rest to this time (the seed's
+    /// level-2 run: `--fem 56 --fem-end 1`), steps of the stability estimate; its wall time.
+    #[arg(long, value_name = "T")]
+    fem_end: Option<f64>,
     /// The finite-volume solver's loops instead (CPU): face loop, cell loops before and after
     /// it, on N³ hexahedra and on (N/2)³ hexahedra split into six tetrahedra each; a Markdown
     /// table against the copy bandwidth.
@@ -203,10 +208,17 @@ fn fem_throughput(args: &BenchArgs, cells: &[usize]) -> Result<(), Failure> {
     } else {
         cells
     };
-    if args.backend != BackendKind::Cpu {
-        return Err(Failure::input(
-            "--fem: the CPU backend only (--backend cpu)",
-        ));
+    match args.backend {
+        BackendKind::Cpu => {}
+        BackendKind::Cuda => return fem_cuda(args, cells),
+        _ => {
+            return Err(Failure::input(
+                "--fem: the CPU or CUDA backend (--backend cpu | cuda)",
+            ))
+        }
+    }
+    if args.fem_end.is_some() {
+        return Err(Failure::input("--fem-end: with --backend cuda"));
     }
     let (pool, copy) = unstructured_pool(args)?;
     println!(
@@ -260,6 +272,122 @@ fn fem_throughput(args: &BenchArgs, cells: &[usize]) -> Result<(), Failure> {
         }
         Ok(())
     })
+}
+
+/// Products per timed sample of `--fem --backend cuda`.
+const FEM_PRODUCTS: usize = 200;
+
+/// `--fem --backend cuda`: per mesh, after `FEM_STEPS` steps from rest (the first chooses the
+/// product's variant: its table), the product in µs (cuSPARSE's SpMV of the same matrix beside
+/// it) and in GB/s against the copy bandwidth, one CG
+/// iteration (product, fused reduction, update, replayed from the graph) in µs, the time per
+/// step over `FEM_STEPS` more; with `--fem-end T`, the run from rest to time T. Bytes counted
+/// per product: per entry its 8-byte value and 4-byte column, per row its offset, scaled
+/// diagonal, scaling, x and result (36 bytes).
+fn fem_cuda(args: &BenchArgs, cells: &[usize]) -> Result<(), Failure> {
+    use ferroflow_fem::cuda::{CudaFractional, CudaOptions, TuneMode};
+    use ferroflow_fem::fractional::Controls;
+    use ferroflow_fem::lid_cube::cube;
+    let copy =
+        ferroflow_cuda::copy_bandwidth(args.device, 1 << 30, 20).map_err(Failure::runtime)?;
+    let options = CudaOptions {
+        device: args.device,
+        tune: if args.no_tune {
+            TuneMode::Off
+        } else {
+            TuneMode::Cached
+        },
+        ..CudaOptions::default()
+    };
+    println!(
+        "copy bandwidth {:.1} GB/s (bytes read + written)\n",
+        copy / 1e9
+    );
+    let mut rows = Vec::new();
+    for &n in cells {
+        let start = Instant::now();
+        let (_, cpu, held) = cube(n, 100.0, Controls::default()).map_err(Failure::input)?;
+        let boundary = |i: usize, _: f64| held[i];
+        let setup = start.elapsed().as_secs_f64();
+        let (nodes, edges) = (cpu.operators().nodes(), cpu.operators().columns.len());
+        let mut s = CudaFractional::new(&cpu, &options).map_err(Failure::runtime)?;
+        drop(cpu);
+        let mut t = 0.0;
+        let step = |s: &mut CudaFractional, t: &mut f64| -> Result<usize, Failure> {
+            let dt = s.time_step().map_err(Failure::runtime)?;
+            let r = s.step(dt, *t, &boundary).map_err(Failure::runtime)?;
+            *t += dt;
+            Ok(r.pressure.iterations)
+        };
+        for _ in 0..FEM_STEPS {
+            step(&mut s, &mut t)?;
+        }
+        if let Some(report) = s.tuning() {
+            println!("{n}³ cells, {nodes} nodes: {report}");
+        }
+        let product = s.time_spmv(FEM_PRODUCTS).map_err(Failure::runtime)?;
+        let cusparse = match s.time_cusparse(FEM_PRODUCTS) {
+            Ok(t) => format!("{:.1}", t * 1e6),
+            Err(e) => {
+                println!("{n}³: cuSPARSE not measured: {e}");
+                "-".into()
+            }
+        };
+        let timed = Instant::now();
+        let mut cg = 0;
+        for _ in 0..FEM_STEPS {
+            cg += step(&mut s, &mut t)?;
+        }
+        let per_step = timed.elapsed().as_secs_f64() / FEM_STEPS as f64;
+        let iteration = s.time_cg_iteration(8).map_err(Failure::runtime)?;
+        let [bytes, free, _] = s.memory().map_err(Failure::runtime)?;
+        let bytes_per_product = (edges * 12 + nodes * 36) as f64;
+        rows.push(format!(
+            "| {n} | {nodes} | {edges} | {} | {:.1} | {cusparse} | {:.0} | {:.0} % | {} | {:.4} | {:.1} | {:.0} | {:.1} |",
+            s.spmv().map_or("-".into(), |v| v.to_string()),
+            product * 1e6,
+            bytes_per_product / product / 1e9,
+            100.0 * bytes_per_product / product / copy,
+            iteration.map_or("broke down".into(), |i| format!("{:.1}", i * 1e6)),
+            per_step,
+            cg as f64 / FEM_STEPS as f64,
+            bytes as f64 / nodes as f64,
+            setup
+        ));
+        // The largest cube whose arrays fit what is free beside this one's.
+        let per_node = bytes as f64 / nodes as f64;
+        let fits = ((free + bytes) as f64 / per_node).cbrt() as usize - 1;
+        println!("{n}³: device bytes per node {per_node:.0}; the largest cube that fits: about {fits}³ cells ({} nodes), by that estimate\n", (fits + 1).pow(3));
+        if let Some(end) = args.fem_end {
+            let (mut s, mut t, mut steps, mut cg) = (
+                {
+                    let (_, cpu, _) =
+                        cube(n, 100.0, Controls::default()).map_err(Failure::input)?;
+                    CudaFractional::new(&cpu, &options).map_err(Failure::runtime)?
+                },
+                0.0,
+                0,
+                0,
+            );
+            let run = Instant::now();
+            while t < end {
+                cg += step(&mut s, &mut t)?;
+                steps += 1;
+            }
+            println!(
+                "{n}³ from rest to t = {t:.4}: {steps} steps, {:.1} CG iterations per step, {:.2} s\n",
+                cg as f64 / steps as f64,
+                run.elapsed().as_secs_f64()
+            );
+        }
+    }
+    println!(
+        "| cells | nodes | directed edges | product | µs | cuSPARSE µs | mat-vec GB/s | of copy \
+         | CG iteration µs | s/step | CG/step | device B/node | host setup s |"
+    );
+    println!("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    rows.iter().for_each(|r| println!("{r}"));
+    Ok(())
 }
 
 /// Seconds per call of `f`: calls enough for `--seconds` per repetition, the median of

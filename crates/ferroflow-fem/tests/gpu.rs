@@ -1,0 +1,143 @@
+//! GPU tests of the finite elements' CUDA solver: the CPU's state bit for bit after steps of
+//! the Ethier–Steinman solution (time-dependent boundary, one node setting the pressure's
+//! level) and of the lid-driven cube (fixed pressure node, steady boundary), with every
+//! matrix–vector variant giving the same bits. They need a GPU, so `cargo test` ignores them;
+//! run with `--ignored` they fail where no GPU is usable.
+use ferroflow_cuda::probe;
+use ferroflow_fem::cuda::{spmv_candidates, CudaFractional, CudaOptions, TuneMode};
+use ferroflow_fem::ethier_steinman::{solver, velocity};
+use ferroflow_fem::fractional::{Controls, Fluid, FractionalStep};
+use ferroflow_fem::lid_cube::cube;
+
+/// Names the device, or fails: these tests are ignored unless asked for, and then need a GPU.
+fn gpu() {
+    let device = probe().unwrap_or_else(|why| panic!("no usable GPU: {why}"));
+    println!("device: {device}");
+}
+
+/// Ethier–Steinman on the Kuhn-split cube [-1, 1]³ of `cells` cells per axis, ν = 1, with the
+/// exact boundary velocity.
+fn ethier(cells: usize) -> (FractionalStep, impl Fn(usize, f64) -> [f64; 3] + Sync) {
+    let (s, nodes) = solver(cells, 1.0, Controls::default()).unwrap();
+    (s, move |i: usize, t: f64| velocity(nodes[i], t, 1.0))
+}
+
+fn bits(u: &[[f64; 3]], p: &[f64]) -> Vec<u64> {
+    u.as_flattened()
+        .iter()
+        .chain(p)
+        .map(|v| v.to_bits())
+        .collect()
+}
+
+/// Steps `cpu` and a GPU copy of it `steps` times by the CPU's stability estimate, checking
+/// after each step that the time step, report and state agree bit for bit.
+fn agree(
+    cpu: &mut FractionalStep,
+    boundary: &(dyn Fn(usize, f64) -> [f64; 3] + Sync),
+    steps: usize,
+    options: &CudaOptions,
+) {
+    let mut gpu = CudaFractional::new(cpu, options).unwrap();
+    let mut t = 0.0;
+    for step in 0..steps {
+        let dt = cpu.time_step();
+        assert_eq!(
+            gpu.time_step().unwrap().to_bits(),
+            dt.to_bits(),
+            "step {step}"
+        );
+        let want = cpu.step(dt, t, boundary);
+        let got = gpu.step(dt, t, boundary).unwrap();
+        assert_eq!(got.pressure, want.pressure, "step {step}");
+        assert_eq!(got.divergence.to_bits(), want.divergence.to_bits());
+        assert!(want.pressure.converged && want.pressure.iterations > 3);
+        let (u, p) = gpu.state().unwrap();
+        assert!(
+            bits(&u, &p) == bits(&cpu.u, &cpu.p),
+            "step {step}: the states differ"
+        );
+        t += dt;
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: run with --ignored"]
+fn ethier_steinman_steps_give_the_cpu_bits() {
+    gpu();
+    let (mut cpu, boundary) = ethier(10);
+    agree(&mut cpu, &boundary, 5, &CudaOptions::default());
+}
+
+#[test]
+#[ignore = "needs a GPU: run with --ignored"]
+fn lid_cube_steps_give_the_cpu_bits_with_every_product() {
+    gpu();
+    // Odd graph batches: a solve's end falls anywhere in a batch.
+    for (k, shape) in spmv_candidates().into_iter().enumerate() {
+        let (_, mut cpu, held) = cube(12, 100.0, Controls::default()).unwrap();
+        let options = CudaOptions {
+            tune: TuneMode::Fixed(shape),
+            graph_iterations: 2 + 2 * (k % 5),
+            ..CudaOptions::default()
+        };
+        agree(&mut cpu, &|i, _| held[i], 3, &options);
+        println!("{shape}: the CPU's bits");
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: run with --ignored"]
+fn a_cube_with_a_fixed_pressure_edge_gives_the_cpu_bits() {
+    // As the seed's mesh: p = 0 on an edge of the bottom face, whose rows the penalty holds.
+    gpu();
+    let (mesh, _, held) = cube(10, 100.0, Controls::default()).unwrap();
+    let n = mesh.nodes.len();
+    let mut fixed = vec![false; n];
+    for (_, nodes) in mesh.faces.iter() {
+        nodes.iter().for_each(|&i| fixed[i as usize] = true);
+    }
+    let edge: Vec<bool> = mesh
+        .nodes
+        .iter()
+        .map(|x| x[1] == 0.0 && x[2] == 0.0)
+        .collect();
+    assert_eq!(edge.iter().filter(|&&e| e).count(), 11);
+    let fluid = Fluid {
+        viscosity: 0.01,
+        density: 1.0,
+    };
+    let u = held.clone();
+    let mut cpu = FractionalStep::new(
+        &mesh,
+        fluid,
+        Controls::default(),
+        fixed,
+        edge,
+        u,
+        vec![0.0; n],
+    )
+    .unwrap();
+    agree(&mut cpu, &|i, _| held[i], 3, &CudaOptions::default());
+}
+
+#[test]
+#[ignore = "needs a GPU: run with --ignored"]
+fn tuning_times_every_product_and_keeps_the_state() {
+    gpu();
+    let (_, mut cpu, held) = cube(16, 100.0, Controls::default()).unwrap();
+    let options = CudaOptions {
+        tune: TuneMode::Always,
+        ..CudaOptions::default()
+    };
+    let mut gpu = CudaFractional::new(&cpu, &options).unwrap();
+    let dt = cpu.time_step();
+    cpu.step(dt, 0.0, &|i, _| held[i]);
+    gpu.step(dt, 0.0, &|i, _| held[i]).unwrap();
+    let report = gpu.tuning().unwrap();
+    print!("{report}");
+    assert_eq!(report.rows.len(), spmv_candidates().len());
+    assert!(report.rows.iter().all(|r| r.seconds > 0.0));
+    let (u, p) = gpu.state().unwrap();
+    assert!(bits(&u, &p) == bits(&cpu.u, &cpu.p));
+}
