@@ -75,8 +75,11 @@ pub enum VerifyCommand {
     },
     /// The edge-based finite-element solver (tetrahedra, fractional step) against the exact
     /// unsteady Ethier–Steinman solution on [−1, 1]³: L2 errors at the end time on each
-    /// grid and the observed orders; PASS when, on the finest pair, velocity's is at least 1.8
-    /// and pressure's at least 1.0.
+    /// grid and the observed orders, CG iterations per step, the discrete divergence and the
+    /// stabilised continuity residual after the projection; then each grid again at every
+    /// --cg-tolerances value. PASS when, on the finest pair, velocity's order is at least 1.8
+    /// and pressure's at least 1.0, and on every grid the continuity residual falls as the
+    /// CG tolerance is tightened.
     #[command(after_help = "Examples:\n  ferroflow verify ethier-steinman\n  \
                             ferroflow verify ethier-steinman --cells 8,16,32,48\n\n\
                             Exit codes: 0 PASS, 1 FAIL or a runtime failure, 2 bad input.")]
@@ -94,7 +97,11 @@ pub enum VerifyCommand {
         /// Relative tolerance of the pressure solve.
         #[arg(long, default_value_t = 1e-10)]
         cg_tolerance: f64,
-        /// Output directory for ethier-steinman.csv.
+        /// Looser tolerances of the pressure solve each grid is run with again, for the
+        /// divergence and the continuity residual against the tolerance.
+        #[arg(long, value_delimiter = ',', default_values_t = [1e-4, 1e-6, 1e-8])]
+        cg_tolerances: Vec<f64>,
+        /// Output directory for ethier-steinman.csv and ethier-steinman-cg.csv.
         #[arg(long, default_value = "ferroflow-out/ethier-steinman")]
         out: PathBuf,
     },
@@ -263,13 +270,14 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
             viscosity,
             end,
             cg_tolerance,
+            cg_tolerances,
             out,
         } => {
             let controls = Controls {
                 cg_tolerance,
                 ..Controls::default()
             };
-            ethier_steinman(&cells, (viscosity, end), controls, &out)
+            ethier_steinman(&cells, (viscosity, end), controls, &cg_tolerances, &out)
         }
         VerifyCommand::LidCube {
             cells,
@@ -671,15 +679,16 @@ fn lid_cube(
     Ok(())
 }
 
-/// The Ethier–Steinman study (see [`VerifyCommand::EthierSteinman`]), its table printed and
-/// written to `out/ethier-steinman.csv`.
+/// The Ethier–Steinman study (see [`VerifyCommand::EthierSteinman`]), its tables printed and
+/// written to `out/ethier-steinman.csv` and `out/ethier-steinman-cg.csv`.
 fn ethier_steinman(
     cells: &[usize],
     (nu, end): (f64, f64),
     controls: Controls,
+    sweep: &[f64],
     out: &Path,
 ) -> Result<(), Failure> {
-    use ferroflow_fem::ethier_steinman::{order, run};
+    use ferroflow_fem::ethier_steinman::{order, run, LevelResult};
     if cells.len() < 2 || cells.windows(2).any(|w| w[0] >= w[1]) || cells[0] < 1 {
         return Err(Failure::input(format!(
             "--cells {cells:?}: at least two grids, ascending"
@@ -691,6 +700,11 @@ fn ethier_steinman(
             "--cg-tolerance {tolerance}: between 0 and 1"
         )));
     }
+    if let Some(t) = sweep.iter().find(|&&t| !(t > tolerance && t < 1.0)) {
+        return Err(Failure::input(format!(
+            "--cg-tolerances: {t} is not between --cg-tolerance ({tolerance}) and 1"
+        )));
+    }
     if !(nu > 0.0 && nu.is_finite() && end > 0.0 && end.is_finite()) {
         return Err(Failure::input(format!(
             "--viscosity {nu}, --end {end}: both positive and finite"
@@ -699,14 +713,25 @@ fn ethier_steinman(
     let path = output_file(out, "ethier-steinman.csv")?;
     let mut csv = String::from(
         "cells,nodes,steps,velocity_l2,pressure_l2,velocity_order,pressure_order,\
-         cg_iterations_per_step,max_rms_divergence,seconds\n",
+         cg_iterations_per_step,max_rms_divergence,max_rms_continuity,seconds\n",
     );
     println!(
-        "{:>6} {:>8} {:>6} {:>12} {:>12} {:>7} {:>7} {:>8} {:>10} {:>8}",
-        "cells", "nodes", "steps", "u L2", "p L2", "u ord", "p ord", "CG/step", "max div", "s"
+        "{:>6} {:>8} {:>6} {:>12} {:>12} {:>7} {:>7} {:>8} {:>10} {:>10} {:>8}",
+        "cells",
+        "nodes",
+        "steps",
+        "u L2",
+        "p L2",
+        "u ord",
+        "p ord",
+        "CG/step",
+        "max div",
+        "max cont",
+        "s"
     );
     let mut previous = None;
     let mut last = (f64::NAN, f64::NAN);
+    let mut levels: Vec<LevelResult> = Vec::new();
     for &c in cells {
         let start = Instant::now();
         let r = run(c, nu, end, controls).map_err(Failure::runtime)?;
@@ -720,7 +745,7 @@ fn ethier_steinman(
         let fmt = |o: Option<f64>| o.map(|o| format!("{o:.3}")).unwrap_or_default();
         let (ou, op) = (orders.map(|o| o.0), orders.map(|o| o.1));
         println!(
-            "{:>6} {:>8} {:>6} {:>12.4e} {:>12.4e} {:>7} {:>7} {:>8.1} {:>10.3e} {:>8.2}",
+            "{:>6} {:>8} {:>6} {:>12.4e} {:>12.4e} {:>7} {:>7} {:>8.1} {:>10.3e} {:>10.3e} {:>8.2}",
             c,
             r.nodes,
             r.steps,
@@ -730,10 +755,11 @@ fn ethier_steinman(
             fmt(op),
             r.cg_iterations,
             r.divergence,
+            r.continuity,
             seconds
         );
         csv += &format!(
-            "{c},{},{},{:e},{:e},{},{},{:.2},{:e},{seconds:.3}\n",
+            "{c},{},{},{:e},{:e},{},{},{:.2},{:e},{:e},{seconds:.3}\n",
             r.nodes,
             r.steps,
             r.velocity,
@@ -741,26 +767,82 @@ fn ethier_steinman(
             fmt(ou),
             fmt(op),
             r.cg_iterations,
-            r.divergence
+            r.divergence,
+            r.continuity
         );
         previous = Some((c, r.velocity, r.pressure));
         if let Some(o) = orders {
             last = o;
         }
+        levels.push(r);
     }
     ferroflow_io::file::write(&path, csv).map_err(Failure::runtime)?;
+    let tracks = cg_sweep(&levels, (nu, end), controls, sweep, out)?;
     let (ou, op) = last;
-    if ou >= 1.8 && op >= 1.0 {
+    if ou >= 1.8 && op >= 1.0 && tracks {
         println!(
-            "PASS: orders on the finest pair: velocity {ou:.3} (>= 1.8), pressure {op:.3} (>= 1.0)"
+            "PASS: orders on the finest pair: velocity {ou:.3} (>= 1.8), pressure {op:.3} (>= 1.0); \
+             the continuity residual falls with the CG tolerance on every grid"
         );
         Ok(())
     } else {
         Err(Failure::runtime(format!(
             "FAIL: orders on the finest pair: velocity {ou:.3} (needs 1.8), pressure {op:.3} \
-             (needs 1.0)"
+             (needs 1.0); the continuity residual falls with the CG tolerance on every grid: \
+             {tracks}"
         )))
     }
+}
+
+/// Each of `levels` (run at `controls.cg_tolerance`) again at every tolerance of `sweep`:
+/// CG iterations per step, the largest RMS divergence and continuity residual after the
+/// projection, printed and written to `out/ethier-steinman-cg.csv`. Whether on every grid the
+/// continuity residual falls as the tolerance is tightened.
+fn cg_sweep(
+    levels: &[ferroflow_fem::ethier_steinman::LevelResult],
+    (nu, end): (f64, f64),
+    controls: Controls,
+    sweep: &[f64],
+    out: &Path,
+) -> Result<bool, Failure> {
+    let mut tolerances: Vec<f64> = sweep.to_vec();
+    tolerances.sort_by(|a, b| b.total_cmp(a));
+    println!(
+        "\n{:>6} {:>8} {:>10} {:>8} {:>10} {:>10}",
+        "cells", "nodes", "CG tol", "CG/step", "max div", "max cont"
+    );
+    let mut csv = String::from(
+        "cells,nodes,cg_tolerance,cg_iterations_per_step,max_rms_divergence,max_rms_continuity\n",
+    );
+    let mut tracks = true;
+    for level in levels {
+        let mut rows = Vec::new();
+        for &t in &tolerances {
+            let c = Controls {
+                cg_tolerance: t,
+                ..controls
+            };
+            let r = ferroflow_fem::ethier_steinman::run(level.cells, nu, end, c);
+            rows.push((t, r.map_err(Failure::runtime)?));
+        }
+        rows.push((controls.cg_tolerance, *level));
+        tracks &= rows
+            .windows(2)
+            .all(|w| w[1].1.continuity < w[0].1.continuity);
+        for (t, r) in rows {
+            println!(
+                "{:>6} {:>8} {:>10.0e} {:>8.1} {:>10.3e} {:>10.3e}",
+                r.cells, r.nodes, t, r.cg_iterations, r.divergence, r.continuity
+            );
+            csv += &format!(
+                "{},{},{t:e},{:.2},{:e},{:e}\n",
+                r.cells, r.nodes, r.cg_iterations, r.divergence, r.continuity
+            );
+        }
+    }
+    let path = output_file(out, "ethier-steinman-cg.csv")?;
+    ferroflow_io::file::write(&path, csv).map_err(Failure::runtime)?;
+    Ok(tracks)
 }
 
 /// What `verify mms` was asked for.
