@@ -220,28 +220,52 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Decomposed<B, T
     pub(crate) fn exchange(&mut self, what: Halos) -> Result<(), BackendError> {
         let (faces, halos) = (&self.faces, &mut self.halos);
         B::batch(&mut self.blocks, |blocks| {
-            for (halo, (b, face)) in halos.iter_mut().zip(faces) {
-                let b = &mut blocks[*b].1;
-                match what {
-                    Halos::State => b.pack(face, &mut halo.send)?,
-                    Halos::Increments => b.implicit()?.pack_increments(face, &mut halo.send)?,
-                }
-            }
-            Ok::<_, BackendError>(())
+            each_face(blocks, faces, halos, |(_, b), face, halo| match what {
+                Halos::State => b.pack(face, &mut halo.send),
+                Halos::Increments => b.implicit()?.pack_increments(face, &mut halo.send),
+            })
         })?;
         self.transport.exchange(&mut self.halos)?;
-        let (faces, halos) = (&self.faces, &self.halos);
+        let (faces, halos) = (&self.faces, &mut self.halos);
         B::batch(&mut self.blocks, |blocks| {
-            for (halo, (b, face)) in halos.iter().zip(faces) {
-                let b = &mut blocks[*b].1;
-                match what {
-                    Halos::State => b.unpack(face, &halo.recv)?,
-                    Halos::Increments => b.implicit()?.unpack_increments(face, &halo.recv)?,
-                }
-            }
-            Ok::<_, BackendError>(())
+            each_face(blocks, faces, halos, |(_, b), face, halo| match what {
+                Halos::State => b.unpack(face, &halo.recv),
+                Halos::Increments => b.implicit()?.unpack_increments(face, &halo.recv),
+            })
         })
     }
+}
+
+/// `work` on every face of every block with the face's halo (`faces` and `halos` list a
+/// block's faces together, in block order): the blocks in parallel, a block's faces in turn.
+/// The halos of a block's faces lie apart, so packing and unpacking give the same values in
+/// any order.
+pub(crate) fn each_face<X: Send, R: Send>(
+    blocks: &mut [X],
+    mut faces: &[(usize, Face)],
+    mut halos: &mut [Halo<R>],
+    work: impl Fn(&mut X, &Face, &mut Halo<R>) -> Result<(), BackendError> + Sync,
+) -> Result<(), BackendError> {
+    debug_assert!(faces.is_sorted_by_key(|(b, _)| *b));
+    let groups: Vec<_> = (0..blocks.len())
+        .map(|b| {
+            let n = faces.iter().take_while(|(x, _)| *x == b).count();
+            let (mine, rest) = faces.split_at(n);
+            faces = rest;
+            let (theirs, rest) = std::mem::take(&mut halos).split_at_mut(n);
+            halos = rest;
+            (mine, theirs)
+        })
+        .collect();
+    blocks
+        .par_iter_mut()
+        .zip(groups)
+        .try_for_each(|(b, (faces, halos))| {
+            halos
+                .iter_mut()
+                .zip(faces)
+                .try_for_each(|(halo, (_, face))| work(b, face, halo))
+        })
 }
 
 /// What a halo exchange moves.

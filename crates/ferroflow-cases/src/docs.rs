@@ -2,7 +2,8 @@
 //! default case, so that the docs cannot drift from what the parser takes and
 //! `ferroflow cases show` prints. `ferroflow cases docs` prints them; a test of the `ferroflow`
 //! crate compares the file with them.
-use crate::case::{default_value, key_sections, value_text};
+use crate::case::{default_value, sections, value_text, KeyDoc, KEYS};
+use crate::fem::{fem_default_value, FEM_KEYS};
 use std::ops::Range;
 
 /// First line of the generated region of `docs/cases.md`; it says how to regenerate it.
@@ -16,15 +17,27 @@ pub const END: &str = "<!-- end of generated tables -->";
 
 /// The generated region, [`BEGIN`] to [`END`] (no newline after it): per section a heading
 /// (`` ### `[grid]` ``, which gives the anchor `#grid`) and a table of its keys with type,
-/// unit, default, allowed values and meaning.
+/// unit, default, allowed values and meaning; then the finite-element cases' sections
+/// (`` ### Finite elements: `[mesh]` ``).
 pub fn key_tables_markdown() -> String {
     let mut out = format!("{BEGIN}\n");
-    for keys in key_sections() {
-        out += &format!("\n### `[{}]`\n\n", keys[0].parts().0);
+    out += &tables(&KEYS, "", default_value);
+    out += &tables(&FEM_KEYS, "Finite elements: ", fem_default_value);
+    out + "\n" + END
+}
+
+/// A heading (`prefix` before the section) and a table per section of `keys`.
+fn tables(
+    keys: &'static [KeyDoc],
+    prefix: &str,
+    default: impl Fn(&KeyDoc) -> Option<toml::Value>,
+) -> String {
+    let mut out = String::new();
+    for keys in sections(keys) {
+        out += &format!("\n### {prefix}`[{}]`\n\n", keys[0].parts().0);
         out += "| key | type | unit | default | allowed | meaning |\n|---|---|---|---|---|---|\n";
         for doc in keys {
-            let default =
-                default_value(doc).map_or("none".into(), |v| format!("`{}`", value_text(&v)));
+            let default = default(doc).map_or("none".into(), |v| format!("`{}`", value_text(&v)));
             let cells = [
                 format!("`{}`", doc.key),
                 doc.type_name.into(),
@@ -38,7 +51,7 @@ pub fn key_tables_markdown() -> String {
             out += &format!("| {} |\n", cells.join(" | "));
         }
     }
-    out + "\n" + END
+    out
 }
 
 /// Where the generated region of `doc` is, [`BEGIN`] to [`END`] inclusive, if it has one.
@@ -51,18 +64,19 @@ pub fn region(doc: &str) -> Option<Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::KEYS;
 
     #[test]
     fn every_type_name_fits_the_default_value() {
-        for doc in KEYS {
-            let Some(default) = default_value(&doc) else {
+        let structured = KEYS.iter().map(|d| (d, default_value(d)));
+        for (doc, default) in structured.chain(FEM_KEYS.iter().map(|d| (d, fem_default_value(d)))) {
+            let Some(default) = default else {
                 // The keys that are unset by default.
                 let unset = [
                     "boundary.<patch>.temperature",
                     "numerics.sweeps",
                     "numerics.implicit_cfl",
                     "numerics.c4",
+                    "numerics.steady_tolerance",
                 ];
                 assert!(unset.contains(&doc.key), "{}", doc.key);
                 continue;
@@ -85,7 +99,7 @@ mod tests {
         let text = key_tables_markdown();
         assert_eq!(region(&text), Some(0..text.len()));
         let rows = text.lines().filter(|l| l.starts_with("| `")).count();
-        assert_eq!(rows, KEYS.len());
+        assert_eq!(rows, KEYS.len() + FEM_KEYS.len());
         assert!(text.contains("| `mesh.nodes` | array of integers | - | `[129, 129]` |"));
         assert!(text.contains(
             "| `boundary.<patch>.temperature` | float | K (nondimensional: ΔT) | none |"

@@ -57,20 +57,25 @@ pub struct Forces {
 
 /// The nodes of the patch named `name` (an error names a missing patch).
 fn patch_nodes(mesh: &Mesh, name: &str) -> Result<Vec<bool>, MeshError> {
-    let p = mesh.patches.iter().position(|n| n == name).ok_or_else(|| {
+    nodes_of_patch(mesh, name).ok_or_else(|| {
         MeshError::Invalid(format!(
             "no patch \"{name}\" (the mesh has {:?}): the DFG channel needs inlet, outlet, \
              walls and cylinder",
             mesh.patches
         ))
-    })?;
+    })
+}
+
+/// Which nodes lie on the patch named `name`; `None` if the mesh has no such patch.
+pub fn nodes_of_patch(mesh: &Mesh, name: &str) -> Option<Vec<bool>> {
+    let p = mesh.patches.iter().position(|n| n == name)?;
     let mut on = vec![false; mesh.nodes.len()];
     for (f, (_, nodes)) in mesh.faces.iter().enumerate() {
         if mesh.face_patch[f] as usize == p {
             nodes.iter().for_each(|&n| on[n as usize] = true);
         }
     }
-    Ok(on)
+    Some(on)
 }
 
 /// Marches the channel on `mesh` from rest until the largest |Δu| / Δt of a step is below
@@ -104,7 +109,7 @@ pub fn run(mesh: &Mesh, tolerance: f64, end: f64) -> Result<Forces, MeshError> {
     let mut solver = FractionalStep::new(mesh, fluid, controls, fixed, outlet, u, vec![0.0; n])?;
     let boundary = move |i: usize, _: f64| held(i);
     let march = solver.march(tolerance, end, &boundary);
-    let [fx, fy, _] = force(&solver, &cylinder);
+    let [fx, fy, _] = force(&solver, &cylinder, NU);
     let scale = 2.0 / ((4.0 * U_MAX / 9.0).powi(2) * D * H);
     Ok(Forces {
         size: [n, mesh.cells.len()],
@@ -115,15 +120,15 @@ pub fn run(mesh: &Mesh, tolerance: f64, end: f64) -> Result<Forces, MeshError> {
 }
 
 /// The force of the fluid on the no-slip nodes `on` marks, from their momentum equations'
-/// residuals (see the module's comment).
-fn force(s: &FractionalStep, on: &[bool]) -> [f64; 3] {
+/// residuals (see the module's comment); `viscosity` is ρν.
+pub fn force(s: &FractionalStep, on: &[bool], viscosity: f64) -> [f64; 3] {
     let ops = s.operators();
     let mut total = [0.0; 3];
     for i in (0..ops.nodes()).filter(|&i| on[i]) {
         let (cols, terms) = ops.row(i);
         for (&j, e) in cols.iter().zip(terms) {
             let j = j as usize;
-            let viscous = NU * e.laplacian_trace();
+            let viscous = viscosity * e.laplacian_trace();
             for a in 0..3 {
                 let weak_p = e.dni_nj[a] * s.p[j] - e.ni_dnj[a] * s.p[i];
                 total[a] -= viscous * (s.u[j][a] - s.u[i][a]) - weak_p;

@@ -113,6 +113,12 @@ pub struct StepReport {
     /// RMS over the nodes of M_II⁻¹ Σ_J ∇_IJ·(u_J − u_I) after the step (the discrete
     /// divergence).
     pub divergence: f64,
+    /// RMS over the nodes not held of M_II⁻¹ (f − H δp)_I: the residual of the stabilised
+    /// continuity equation the projection imposes (its divergence with −D M⁻¹ G replaced by
+    /// K, and the pressure stabilisation), which the pressure solve's tolerance controls; the
+    /// divergence above also holds that approximation's difference, which only the mesh
+    /// controls. NaN from the CUDA step, which does not measure it.
+    pub continuity: f64,
 }
 
 /// How a march toward a steady state ended ([`FractionalStep::march`]).
@@ -284,9 +290,9 @@ impl FractionalStep {
         self.advance(&vec![dt; self.ops.nodes()], dt, t, boundary)
     }
 
-    /// [`FractionalStep::step`] by `dt[I]` at node I; the boundary is taken at times from `t`
-    /// to `t + dt_boundary`.
-    fn advance(
+    /// [`FractionalStep::step`] by `dt[I]` at node I (local time steps, see the module's
+    /// comment); the boundary is taken at times from `t` to `t + dt_boundary`.
+    pub fn advance(
         &mut self,
         dt: &[f64],
         dt_boundary: f64,
@@ -318,13 +324,14 @@ impl FractionalStep {
         }
         let mut u_hat = sum;
         self.hold(&mut u_hat, t + dt_boundary, boundary);
-        let pressure = self.pressure(dt, &mut u_hat);
+        let (pressure, continuity) = self.pressure(dt, &mut u_hat);
         // Fixed nodes hold their values at t + Δt: the correction skips them.
         self.u = u_hat;
         let divergence = self.divergence_rms();
         StepReport {
             pressure,
             divergence,
+            continuity,
         }
     }
 
@@ -405,15 +412,7 @@ impl FractionalStep {
             }
             let (u, p) = (self.u.clone(), self.p.clone());
             let report = self.advance(&dt, smallest, time, boundary);
-            rate = (0..u.len())
-                .map(|i| {
-                    let change = (0..3).map(|c| (self.u[i][c] - u[i][c]).abs());
-                    change.fold(0.0, f64::max) / dt[i]
-                })
-                .fold(0.0, f64::max);
-            pressure_rate = (0..p.len())
-                .map(|i| (self.p[i] - p[i]).abs() / (self.fluid.density * dt[i]))
-                .fold(0.0, f64::max);
+            (rate, pressure_rate) = self.rates(&u, &p, &dt);
             time += smallest;
             steps += 1;
             cg += report.pressure.iterations;
@@ -428,6 +427,21 @@ impl FractionalStep {
         }
     }
 
+    /// The largest |u − `u`| / Δt and |p − `p`| / (ρ Δt) over the nodes, Δt = `dt[I]` at
+    /// node I: how fast a step from the state `u`, `p` changed it.
+    pub fn rates(&self, u: &[Vec3], p: &[f64], dt: &[f64]) -> (f64, f64) {
+        let rate = (0..u.len())
+            .map(|i| {
+                let change = (0..3).map(|c| (self.u[i][c] - u[i][c]).abs());
+                change.fold(0.0, f64::max) / dt[i]
+            })
+            .fold(0.0, f64::max);
+        let pressure_rate = (0..p.len())
+            .map(|i| (self.p[i] - p[i]).abs() / (self.fluid.density * dt[i]))
+            .fold(0.0, f64::max);
+        (rate, pressure_rate)
+    }
+
     /// Sets the fixed-velocity nodes of `u` to their values at `time`.
     fn hold(&self, u: &mut [Vec3], time: f64, boundary: &(dyn Fn(usize, f64) -> Vec3 + Sync)) {
         u.par_iter_mut()
@@ -438,8 +452,8 @@ impl FractionalStep {
     }
 
     /// Steps 2 and 3: the pressure increment from û and p^n, then the corrected velocity (in
-    /// `u_hat`) and pressure.
-    fn pressure(&mut self, dt: &[f64], u_hat: &mut [Vec3]) -> Outcome {
+    /// `u_hat`) and pressure; the solve's outcome and [`StepReport::continuity`].
+    fn pressure(&mut self, dt: &[f64], u_hat: &mut [Vec3]) -> (Outcome, f64) {
         let n = self.ops.nodes();
         let tau_p = self.tau(self.controls.pressure_factor);
         let ops = &self.ops;
@@ -505,6 +519,13 @@ impl FractionalStep {
             let at = dp[r];
             dp.iter_mut().for_each(|v| *v -= at);
         }
+        let mut h_dp = vec![0.0; n];
+        m.scaled_product(&vec![1.0; n], &dp, &mut h_dp);
+        let [r2] = sums(n, |i| match held[i] {
+            true => [0.0],
+            false => [((f[i] - h_dp[i]) / ops.lumped[i]).powi(2)],
+        });
+        let continuity = (r2 / n as f64).sqrt();
         let correction = ops.gradient(&dp);
         // ν M⁻¹ K_Δt δp.
         let nu = self.fluid.viscosity;
@@ -535,7 +556,7 @@ impl FractionalStep {
         for i in (0..n).filter(|&i| !held[i]) {
             self.p[i] += dp[i] + rotational[i] - at_level;
         }
-        outcome
+        (outcome, continuity)
     }
 
     fn divergence_rms(&self) -> f64 {

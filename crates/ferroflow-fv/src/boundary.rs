@@ -7,9 +7,23 @@ use crate::gas::{dot, velocity, Gas, Prim, Vec3};
 /// What a patch is.
 #[derive(Debug, Clone, Copy)]
 pub enum Boundary {
-    /// Inviscid wall or symmetry plane (the same for inviscid flow): the normal velocity
-    /// reflected, ρ and p copied.
+    /// Inviscid wall or symmetry plane: the normal velocity reflected, ρ and p copied; in
+    /// viscous flow it passes no shear stress and no heat.
     SlipWall,
+    /// No-slip wall moving at `velocity` in its plane, adiabatic: V_g = 2V_w − V, ρ and p
+    /// copied, so the face's mean velocity is the wall's and ∇T·n vanishes.
+    AdiabaticWall {
+        /// Velocity of the wall.
+        velocity: Vec3,
+    },
+    /// No-slip wall moving at `velocity` in its plane, held at `temperature`:
+    /// V_g = 2V_w − V, T_g = 2T_w − T, p copied, so the face's mean is the wall's state.
+    IsothermalWall {
+        /// Velocity of the wall.
+        velocity: Vec3,
+        /// Temperature of the wall (T = p/ρ).
+        temperature: f64,
+    },
     /// Characteristic far field: the Riemann invariants V_n ± 2c/(γ − 1) of the outgoing
     /// wave from inside and of the incoming one from this free stream, the entropy and
     /// tangential velocity from upstream; supersonic faces take one side whole.
@@ -46,6 +60,18 @@ pub fn ghost(gas: Gas, bc: &Boundary, w: &Prim, n: Vec3, x: Vec3, t: f64) -> Pri
                 w[3] - 2.0 * vn * n[2],
                 w[4],
             ]
+        }
+        Boundary::AdiabaticWall { velocity } => {
+            let v: Vec3 = std::array::from_fn(|k| 2.0 * velocity[k] - w[k + 1]);
+            [w[0], v[0], v[1], v[2], w[4]]
+        }
+        Boundary::IsothermalWall {
+            velocity,
+            temperature,
+        } => {
+            let v: Vec3 = std::array::from_fn(|k| 2.0 * velocity[k] - w[k + 1]);
+            let t = 2.0 * temperature - w[4] / w[0];
+            [w[4] / t, v[0], v[1], v[2], w[4]]
         }
         Boundary::FarField(free) => far_field(gas, w, free, n),
         Boundary::Inflow { p0, t0, direction } => {
@@ -125,6 +151,27 @@ mod tests {
         let mean: Vec3 = std::array::from_fn(|k| 0.5 * (w[k + 1] + g[k + 1]));
         assert!(dot(mean, n).abs() < 1e-15);
         assert_eq!((g[0], g[3], g[4]), (w[0], w[3], w[4]));
+    }
+
+    #[test]
+    fn no_slip_walls_put_their_velocity_and_temperature_on_the_face() {
+        let (w, velocity, n) = ([1.2, 0.3, -0.2, 0.5, 0.9], [0.1, 0.0, 0.4], [0.0, 1.0, 0.0]);
+        let adiabatic = Boundary::AdiabaticWall { velocity };
+        let g = ghost(Gas::AIR, &adiabatic, &w, n, [0.0; 3], 0.0);
+        let isothermal = Boundary::IsothermalWall {
+            velocity,
+            temperature: 0.6,
+        };
+        let h = ghost(Gas::AIR, &isothermal, &w, n, [0.0; 3], 0.0);
+        for k in 0..3 {
+            assert!((0.5 * (w[k + 1] + g[k + 1]) - velocity[k]).abs() < 1e-15);
+            assert_eq!(g[k + 1], h[k + 1]);
+        }
+        assert_eq!((g[0], g[4], h[4]), (w[0], w[4], w[4]));
+        assert!(
+            (0.5 * (w[4] / w[0] + h[4] / h[0]) - 0.6).abs() < 1e-15,
+            "{h:?}"
+        );
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub const MACH: f64 = 0.5;
 pub const DROP: f64 = 1e-10;
 /// Courant number of the four-stage explicit scheme.
 pub const EXPLICIT_CFL: f64 = 3.0;
+/// Iterations after which a study's run stops unconverged.
+pub const MAX_ITERATIONS: usize = 200_000;
 /// How the implicit iteration runs.
 pub const IMPLICIT: Implicit = Implicit {
     cfl: 1000.0,
@@ -143,6 +145,26 @@ mod tests {
         assert!(b.implicit.0 < 400 && b.entropy < 2.5e-3, "{b:?}");
     }
 
+    /// `ferroflow verify bump`'s study on three small meshes, 12, 24 and 48 cells along: the
+    /// implicit iteration in a tenth of the explicit scheme's iterations or fewer on 24 (263
+    /// against 8,514 when written; on 12 it is 238 against 1,309), and the order still
+    /// rising towards 2 (0.83, then 1.51): at least 1.4 on the finer pair, a looser bound
+    /// than the 1.8 that `bump_study` asserts from 48 to 192.
+    #[test]
+    fn a_small_study() {
+        let runs: Vec<Bump> = (([12, 24, 48].into_iter()).zip([false, true, false]))
+            .map(|(n, explicit)| run(n, Limiter::None, explicit, 20_000).unwrap())
+            .collect();
+        for b in &runs {
+            assert!(b.implicit.0 < 20_000, "{b:?}");
+            if let Some((e, _)) = b.explicit {
+                assert!(e < 20_000 && 10 * b.implicit.0 <= e, "{b:?}");
+            }
+        }
+        let orders = [order(&runs[0], &runs[1]), order(&runs[1], &runs[2])];
+        assert!(orders[0] < orders[1] && orders[1] >= 1.4, "{orders:?}");
+    }
+
     /// The study of issue 21: entropy errors on four meshes, the order from 48 to 192 cells
     /// along x (three meshes) at least 1.8; iterations of the implicit iteration against the
     /// explicit scheme's on the two coarser ones, a tenth or fewer.
@@ -151,15 +173,15 @@ mod tests {
     fn bump_study() {
         let mut runs: Vec<Bump> = Vec::new();
         for (n, explicit) in [(24, true), (48, true), (96, false), (192, false)] {
-            let b = run(n, Limiter::None, explicit, 200_000).unwrap();
+            let b = run(n, Limiter::None, explicit, MAX_ITERATIONS).unwrap();
             let p = runs.last().map(|a| order(a, &b));
             println!(
                 "n {:3} cells {:5} entropy {:.3e} order {p:?} implicit {:?} explicit {:?}",
                 b.n, b.cells, b.entropy, b.implicit, b.explicit
             );
-            assert!(b.implicit.0 < 200_000, "{b:?}");
+            assert!(b.implicit.0 < MAX_ITERATIONS, "{b:?}");
             if let Some((e, _)) = b.explicit {
-                assert!(e < 200_000 && 10 * b.implicit.0 <= e, "{b:?}");
+                assert!(e < MAX_ITERATIONS && 10 * b.implicit.0 <= e, "{b:?}");
             }
             runs.push(b);
         }

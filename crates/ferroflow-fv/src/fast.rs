@@ -110,8 +110,13 @@ pub struct Loops {
 }
 
 impl Loops {
-    /// The loops of `solver`'s mesh, conditions, gas and limiter.
+    /// The loops of `solver`'s mesh, conditions, gas and limiter. Panics for a viscous
+    /// solver: these loops have the inviscid flux only.
     pub fn new(solver: &Solver, options: Options) -> Loops {
+        assert!(
+            solver.viscous.is_none(),
+            "the fast loops have no viscous fluxes yet"
+        );
         let g = solver.geometry.clone();
         let mut order: Vec<u32> = (0..g.faces() as u32).collect();
         // Without colouring, one "colour" of every internal face.

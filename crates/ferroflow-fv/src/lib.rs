@@ -1,10 +1,11 @@
-//! Cell-centred finite volumes for compressible inviscid flow on mixed unstructured meshes
-//! (tetrahedra, pyramids, prisms, hexahedra; seed 004): Roe's flux with an entropy fix,
-//! MUSCL extrapolation from weighted least-squares gradients with van Albada's limiter,
-//! boundary conditions by ghost states, explicit Runge–Kutta or, for steady flow, an implicit
-//! Newton–Jacobi iteration. The face loop stores each
-//! face's flux and each cell gathers its faces in a fixed order: results are bitwise the
-//! same on any number of threads.
+//! Cell-centred finite volumes for compressible inviscid and laminar viscous flow on mixed
+//! unstructured meshes (tetrahedra, pyramids, prisms, hexahedra; seed 004): Roe's flux with
+//! an entropy fix, MUSCL extrapolation from weighted least-squares gradients with van
+//! Albada's limiter, viscous fluxes from the cells' gradients corrected along the
+//! cell-to-cell direction, boundary conditions by ghost states, explicit Runge–Kutta or, for
+//! steady flow, an implicit Newton–Jacobi iteration. The face loop stores each face's flux
+//! and each cell gathers its faces in a fixed order: results are bitwise the same on any
+//! number of threads.
 //!
 //! - [`gas`]: the ideal gas, conservative and primitive variables, the inviscid flux.
 //! - [`geometry`]: [`Geometry`], faces and cells in flat arrays, ghosts numbered after cells.
@@ -16,6 +17,7 @@
 //! - [`fast`]: the residual's loops with seed 004's optimisations each switchable.
 //! - [`boundary`]: [`Boundary`] and the ghost state of each kind.
 //! - [`residual`]: [`Solver`], the face loop and the cell gather.
+//! - [`viscous`]: [`Viscous`], the stress and heat flux through a face.
 //! - [`time`]: SSP-RK3 with a global step, multistage RK with local steps.
 //! - [`implicit`]: the Newton–Jacobi iteration for steady flow.
 //! - [`riemann`]: the exact Riemann solver, the shock tube's reference.
@@ -24,12 +26,14 @@
 //! - [`sod`]: Sod's shock tube on slabs of hexahedra, prisms and tetrahedra.
 //! - [`vortex`]: the isentropic vortex, errors and observed orders.
 //! - [`bump`]: subsonic flow over a bump in a channel, entropy errors and iterations.
+//! - [`flat_plate`]: the laminar boundary layer on a flat plate against Blasius.
 pub mod ablation;
 pub mod bench;
 pub mod boundary;
 pub mod bump;
 pub mod face;
 pub mod fast;
+pub mod flat_plate;
 pub mod flux;
 pub mod gas;
 pub mod geometry;
@@ -41,6 +45,7 @@ pub mod residual;
 pub mod riemann;
 pub mod sod;
 pub mod time;
+pub mod viscous;
 pub mod vortex;
 
 pub use boundary::Boundary;
@@ -48,3 +53,4 @@ pub use flux::Limiter;
 pub use gas::Gas;
 pub use geometry::Geometry;
 pub use residual::Solver;
+pub use viscous::{Viscosity, Viscous};

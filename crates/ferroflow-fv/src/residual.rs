@@ -8,6 +8,7 @@ use crate::flux::{roe, Limiter};
 use crate::gas::{dot, velocity, Cons, Gas, Prim};
 use crate::geometry::{sub, Geometry};
 use crate::gradients::{gradients, weights, Gradient, MIN_CELLS};
+use crate::viscous::{self, Viscous};
 use ferroflow_mesh::{Mesh, MeshError};
 use rayon::prelude::*;
 
@@ -22,6 +23,8 @@ pub struct Solver {
     pub gas: Gas,
     /// How the extrapolation to faces is limited.
     pub limiter: Limiter,
+    /// Viscosity and heat conduction (Navier–Stokes); `None` for the Euler equations.
+    pub viscous: Option<Viscous>,
     /// Boundary condition of each patch.
     pub(crate) boundaries: Vec<Boundary>,
     /// Least-squares coefficients, in `cell_faces` order.
@@ -29,10 +32,11 @@ pub struct Solver {
     /// Primitive state of every cell, then of every ghost.
     pub(crate) prim: Vec<Prim>,
     /// Gradients of the primitive variables.
-    grad: Vec<Gradient>,
+    pub(crate) grad: Vec<Gradient>,
     /// Flux times area of each face, from left to right.
-    flux: Vec<[f64; 5]>,
-    /// (|V·n| + c) A of each face: the spectral radius the time steps take.
+    pub(crate) flux: Vec<[f64; 5]>,
+    /// (|V·n| + c) A of each face, plus the viscous radius's share: the spectral radius the
+    /// time steps take.
     pub(crate) wave: Vec<f64>,
 }
 
@@ -67,6 +71,7 @@ impl Solver {
             geometry,
             gas,
             limiter,
+            viscous: None,
         })
     }
 
@@ -92,6 +97,9 @@ impl Solver {
     pub fn residual(&mut self, u: &[Cons], t: f64, r: &mut [Cons]) -> [f64; 5] {
         self.prepare(u, t);
         self.face_loop(t);
+        if let Some(visc) = self.viscous {
+            viscous::subtract_fluxes(self, visc);
+        }
         self.gather(r)
     }
 
@@ -153,7 +161,8 @@ impl Solver {
     }
 
     /// Each cell's time step CFL Ω_i / Σ_f λ_f A_f for the state `u` at time `t`, with
-    /// λ_f = |V·n| + c of the mean of the face's two states.
+    /// λ_f = |V·n| + c of the mean of the face's two states, plus
+    /// [`Viscous::spectral_radius`] in viscous flow.
     pub fn time_steps(&mut self, u: &[Cons], t: f64, cfl: f64, dt: &mut [f64]) {
         self.primitives(u, t);
         let (g, gas, prim) = (&self.geometry, self.gas, &self.prim);
@@ -164,7 +173,10 @@ impl Solver {
                 let w: Prim = std::array::from_fn(|v| 0.5 * (l[v] + r[v]));
                 *out = (dot(velocity(&w), g.normal[f]).abs() + gas.sound(&w)) * g.area[f];
             });
-        let wave = &self.wave;
+        if let Some(visc) = self.viscous {
+            viscous::add_spectral_radii(self, visc);
+        }
+        let (g, wave) = (&self.geometry, &self.wave);
         (dt.par_iter_mut().with_min_len(MIN_CELLS))
             .enumerate()
             .for_each(|(c, dt)| {

@@ -3,7 +3,7 @@
 //! collectives. Values travel in their own precision. Raw messages ([`Message`]) may name GPU
 //! memory where the library says it is CUDA-aware (Open MPI's `MPIX_Query_cuda_support`,
 //! asked at run time).
-use crate::transport::{copy_across, Halo, Message, Transport};
+use crate::transport::{swap_across, Halo, Message, Transport};
 use ferroflow_core::{BackendError, Real};
 use mpi::collective::SystemOperation;
 use mpi::datatype::{AsDatatype, Collection, Pointer, PointerMut};
@@ -117,7 +117,7 @@ impl Mpi {
         count as usize
     }
 
-    /// [`Transport::exchange`]: halos whose neighbour block is in this process are copied,
+    /// [`Transport::exchange`]: halos whose neighbour block is in this process are swapped,
     /// the others travel as messages of their values' bytes (the same type at both ends).
     fn exchange_halos<R: Real>(&mut self, halos: &mut [Halo<R>]) -> Result<(), BackendError> {
         let count = match self.blocks {
@@ -129,7 +129,7 @@ impl Mpi {
             |block: usize| Some(Transport::<R>::owner(self, block, count)).filter(|r| *r != rank);
         for h in 0..halos.len() {
             if peer(halos[h].neighbour).is_none() {
-                copy_across(halos, h)?;
+                swap_across(halos, h)?;
             }
         }
         let size = std::mem::size_of::<R>();

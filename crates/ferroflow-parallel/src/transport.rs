@@ -50,7 +50,8 @@ pub trait Transport<R: Real> {
     /// This process's number and the number of processes.
     fn rank_size(&self) -> (usize, usize);
 
-    /// Fills every halo's `recv` with the `send` of the face across from it.
+    /// Fills every halo's `recv` with the `send` of the face across from it; `send` may come
+    /// back holding other values (the in-process transport swaps buffers).
     fn exchange(&mut self, halos: &mut [Halo<R>]) -> Result<(), BackendError>;
 
     /// Sums `values` over all processes (every process gets the sums).
@@ -93,24 +94,37 @@ pub trait Transport<R: Real> {
     }
 }
 
-/// Fills the `recv` of `halos[h]` from the face across from it, which must be in `halos` too.
-pub(crate) fn copy_across<R: Real>(halos: &mut [Halo<R>], h: usize) -> Result<(), BackendError> {
+/// Fills the `recv` of `halos[h]` from the face across from it, which must be in `halos` too,
+/// by swapping the two buffers (no values are copied): the `send` across then holds what
+/// `recv` held, which the next packing overwrites.
+pub(crate) fn swap_across<R: Real>(halos: &mut [Halo<R>], h: usize) -> Result<(), BackendError> {
+    let failed = |message| BackendError::Failed {
+        backend: "in-process",
+        message,
+    };
     let from = (0..halos.len())
         .find(|g| halos[h].faces(&halos[*g]))
-        .ok_or_else(|| BackendError::Failed {
-            backend: "in-process",
-            message: format!(
+        .ok_or_else(|| {
+            failed(format!(
                 "no link from block {} into block {} with tag {}",
                 halos[h].neighbour, halos[h].block, halos[h].recv_tag
-            ),
+            ))
         })?;
-    let values = std::mem::take(&mut halos[from].send);
-    halos[h].recv.copy_from_slice(&values);
-    halos[from].send = values;
+    if halos[from].send.len() != halos[h].recv.len() {
+        return Err(failed(format!(
+            "{} values sent from block {} into {} awaited by block {}",
+            halos[from].send.len(),
+            halos[h].neighbour,
+            halos[h].recv.len(),
+            halos[h].block
+        )));
+    }
+    let recv = std::mem::take(&mut halos[h].recv);
+    halos[h].recv = std::mem::replace(&mut halos[from].send, recv);
     Ok(())
 }
 
-/// All blocks in this process: halos are copied directly.
+/// All blocks in this process: halos are handed over by swapping buffers.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct InProcess;
 
@@ -120,7 +134,7 @@ impl<R: Real> Transport<R> for InProcess {
     }
 
     fn exchange(&mut self, halos: &mut [Halo<R>]) -> Result<(), BackendError> {
-        (0..halos.len()).try_for_each(|h| copy_across(halos, h))
+        (0..halos.len()).try_for_each(|h| swap_across(halos, h))
     }
 
     fn sum(&mut self, _values: &mut [f64]) -> Result<(), BackendError> {
@@ -180,5 +194,9 @@ mod tests {
             e.contains("no link from block 1 into block 0 with tag 10"),
             "{e}"
         );
+        let mut short = vec![link(0, 1, (10, 20), 1.0), link(1, 0, (20, 10), 2.0)];
+        short[1].send.pop();
+        let e = InProcess.exchange(&mut short).unwrap_err().to_string();
+        assert!(e.contains("2 values sent from block 1 into 3"), "{e}");
     }
 }

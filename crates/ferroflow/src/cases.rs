@@ -1,10 +1,11 @@
 //! `ferroflow cases`: the built-in cases, listed or printed in full to start a new case from,
 //! and the key tables of `docs/cases.md`.
-use crate::input::LoadedCase;
+use crate::input::{LoadedCase, Source};
 use crate::Failure;
 use clap::{Args, Subcommand};
 use ferroflow_cases::case::{builtin, BUILTIN};
 use ferroflow_cases::docs::{self, key_tables_markdown};
+use ferroflow_cases::fem::{FemCase, SolverKind, FEM_BUILTIN};
 use std::fs;
 use std::path::PathBuf;
 
@@ -57,20 +58,29 @@ pub fn cases(args: CasesArgs) -> Result<(), Failure> {
                 let case = builtin(name).expect("built-in cases parse");
                 println!("{name:<18} {}", case.case.description);
             }
+            for (name, text) in FEM_BUILTIN {
+                let case = FemCase::from_toml(text, name).expect("built-in cases parse");
+                println!("{name:<18} {}", case.case.description);
+            }
         }
         Some(CasesAction::Show { name }) => {
-            let loaded = LoadedCase::load(&name, &[])?;
-            let (case, text) = (&loaded.case, loaded.text());
+            let source = Source::read(&name)?;
+            let commented = match source.solver()? {
+                SolverKind::FiniteElement => FemCase::from_toml(&source.text, &source.origin)
+                    .map_err(Failure::input)?
+                    .to_commented_toml(),
+                SolverKind::Structured => LoadedCase::load(&name, &[])?.case.to_commented_toml(),
+            };
             // The case file's own header comment says what the case is and where its
             // reference data come from.
-            for line in text.lines().take_while(|l| l.starts_with('#')) {
+            for line in source.text.lines().take_while(|l| l.starts_with('#')) {
                 println!("{line}");
             }
             println!("#");
             println!("# Every key is listed with its value; all are optional (defaults in");
             println!("# docs/cases.md). Save, edit, then: ferroflow run my-case.toml");
             println!();
-            print!("{}", case.to_commented_toml());
+            print!("{commented}");
         }
         Some(CasesAction::Docs { update: None }) => println!("{}", key_tables_markdown()),
         Some(CasesAction::Docs { update: Some(file) }) => {

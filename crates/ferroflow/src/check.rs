@@ -10,8 +10,12 @@ use ferroflow_cases::case::{BackendKind, Precision};
 use ferroflow_cases::resolvable::check_resolvable;
 use ferroflow_cases::Case;
 use ferroflow_core::{Layout, ProblemError, Real, MIN_NODES};
+use std::path::Path;
 
 pub fn check(args: RunArgs) -> Result<(), Failure> {
+    if crate::fem_run::is_fem(&args)? {
+        return crate::fem_run::check(args);
+    }
     let world = World::alone();
     let job = job(args, &world)?;
     let (loaded, case) = (&job.loaded, &job.loaded.case);
@@ -79,11 +83,16 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
 
 /// What the output directory holds now.
 fn output_state(job: &Job) -> String {
-    let dir = job.out.display();
-    if !job.out.exists() {
+    output_state_of(&job.out, job.restart.is_some())
+}
+
+/// What output directory `out` holds now, for a run continued from a checkpoint if `restart`.
+pub fn output_state_of(out: &Path, restart: bool) -> String {
+    let dir = out.display();
+    if !out.exists() {
         return format!("{dir} (will be created)");
     }
-    match (job.restart.is_some(), job.out.join("summary.json").exists()) {
+    match (restart, out.join("summary.json").exists()) {
         (true, _) => format!("{dir} (continued by this run, its results replaced when it ends)"),
         (false, true) => format!("{dir} (holds results, replaced when this run ends)"),
         (false, false) => format!("{dir} (exists, holds no results)"),

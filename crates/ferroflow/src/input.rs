@@ -2,11 +2,12 @@
 //! that say where the problem is (file and line, or the override) and what is allowed.
 use crate::Failure;
 use ferroflow_cases::case::{problem_key, v1, BUILTIN};
+use ferroflow_cases::fem::{solver_of, FemCase, SolverKind, FEM_BUILTIN};
 use ferroflow_cases::{Case, CaseError};
 use ferroflow_core::ProblemError;
 use std::ffi::OsStr;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// Case run when none is named.
@@ -48,7 +49,7 @@ impl fmt::Display for Override {
 
 impl Override {
     /// Sets the key in `table`, creating its section if the case file has none.
-    fn apply(&self, table: &mut toml::Table) -> Result<(), Failure> {
+    pub fn apply(&self, table: &mut toml::Table) -> Result<(), Failure> {
         let value = match toml::from_str::<toml::Table>(&format!("v = {}", self.value)) {
             Ok(mut t) => t.remove("v").expect("the table has v"),
             // Bare text is a string, but what starts like a number, array, table or quoted
@@ -92,10 +93,19 @@ pub struct LoadedCase {
     overrides: Vec<Override>,
 }
 
-impl LoadedCase {
+/// A case's text and where it came from.
+pub struct Source {
+    pub text: String,
+    /// File name or built-in case name, for messages.
+    pub origin: String,
+    /// The directory of a case file (none for a built-in case).
+    pub dir: Option<PathBuf>,
+}
+
+impl Source {
     /// Reads `source`: a case file if one exists at that path (or the name looks like one,
     /// or is no UTF-8 text), else a built-in case.
-    pub fn load(source: impl AsRef<OsStr>, overrides: &[Override]) -> Result<LoadedCase, Failure> {
+    pub fn read(source: impl AsRef<OsStr>) -> Result<Source, Failure> {
         let path = Path::new(source.as_ref());
         let origin = path.display().to_string();
         let name = path.to_str();
@@ -103,23 +113,74 @@ impl LoadedCase {
         if path.exists() || looks_like_file {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| Failure::input(format!("{origin}: cannot read case file: {e}")))?;
-            if v1::is_v1(&text) {
-                eprintln!(
-                    "note: {origin} is a case file of schema v1 ([grid], case.kind); it is read as \
-                     the same case in schema v2 ([mesh], physics.model, [boundary.<patch>]), \
-                     which `ferroflow cases show {origin}` prints. v1 files are accepted until \
-                     the next release."
-                );
-            }
-            return LoadedCase::parse(text, &origin, overrides);
+            let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            return Ok(Source {
+                text,
+                origin,
+                dir: Some(dir),
+            });
         }
-        match BUILTIN.iter().find(|(builtin, _)| Some(*builtin) == name) {
-            Some((name, text)) => LoadedCase::parse(text.to_string(), name, overrides),
+        match BUILTIN
+            .iter()
+            .chain(&FEM_BUILTIN)
+            .find(|(b, _)| Some(*b) == name)
+        {
+            Some((name, text)) => Ok(Source {
+                text: text.to_string(),
+                origin: name.to_string(),
+                dir: None,
+            }),
             None => Err(Failure::input(format!(
                 "'{origin}' is neither a case file nor a built-in case (built-in: {})",
                 builtin_names()
             ))),
         }
+    }
+
+    /// The solver the case is for.
+    pub fn solver(&self) -> Result<SolverKind, Failure> {
+        solver_of(&self.text, &self.origin).map_err(Failure::input)
+    }
+}
+
+/// The case `parse` reads from `text` after each of `overrides` in turn, so that an error
+/// names the one at fault; `None` without overrides.
+pub fn with_overrides<T>(
+    text: &str,
+    overrides: &[Override],
+    parse: impl Fn(&str) -> Result<T, CaseError>,
+) -> Result<Option<T>, Failure> {
+    let mut case = None;
+    if !overrides.is_empty() {
+        let mut table: toml::Table = toml::from_str(text).map_err(Failure::input)?;
+        for o in overrides {
+            o.apply(&mut table)?;
+            let edited = toml::to_string(&table).map_err(Failure::runtime)?;
+            case = Some(parse(&edited).map_err(|e| {
+                Failure::input(CaseError {
+                    origin: format!("--set {o}"),
+                    line: None,
+                    ..e
+                })
+            })?);
+        }
+    }
+    Ok(case)
+}
+
+impl LoadedCase {
+    /// Reads `source` ([`Source::read`]) and applies the overrides.
+    pub fn load(source: impl AsRef<OsStr>, overrides: &[Override]) -> Result<LoadedCase, Failure> {
+        let Source { text, origin, dir } = Source::read(source)?;
+        if dir.is_some() && v1::is_v1(&text) {
+            eprintln!(
+                "note: {origin} is a case file of schema v1 ([grid], case.kind); it is read as \
+                 the same case in schema v2 ([mesh], physics.model, [boundary.<patch>]), \
+                 which `ferroflow cases show {origin}` prints. v1 files are accepted until \
+                 the next release."
+            );
+        }
+        LoadedCase::parse(text, &origin, overrides)
     }
 
     /// Parses case `text` from `origin`, then applies the overrides one by one so that an
@@ -130,7 +191,6 @@ impl LoadedCase {
         overrides: &[Override],
     ) -> Result<LoadedCase, Failure> {
         let base = Case::from_toml(&text, origin).map_err(Failure::input)?;
-        let mut case = base.clone();
         // `--set grid.*` of schema v1 on a v2 case: the same key of `[mesh]`.
         let overrides: Vec<Override> = overrides
             .iter()
@@ -150,33 +210,15 @@ impl LoadedCase {
                 },
             )
             .collect();
-        let overrides = overrides.as_slice();
-        if !overrides.is_empty() {
-            let mut table: toml::Table = toml::from_str(&text).map_err(Failure::input)?;
-            for o in overrides {
-                o.apply(&mut table)?;
-                let edited = toml::to_string(&table).map_err(Failure::runtime)?;
-                case = Case::from_toml(&edited, "").map_err(|e| {
-                    Failure::input(CaseError {
-                        origin: format!("--set {o}"),
-                        line: None,
-                        ..e
-                    })
-                })?;
-            }
-        }
+        let case = with_overrides(&text, &overrides, |t| Case::from_toml(t, ""))?
+            .unwrap_or_else(|| base.clone());
         Ok(LoadedCase {
             case,
             base,
             origin: origin.into(),
             text,
-            overrides: overrides.to_vec(),
+            overrides,
         })
-    }
-
-    /// The case's text as read (a built-in case's file).
-    pub fn text(&self) -> &str {
-        &self.text
     }
 
     /// The overrides, as `KEY=VALUE`.
@@ -189,14 +231,11 @@ impl LoadedCase {
     /// file name), e.g. `cavity2d-re100--physics.reynolds=400.0`; a name too long for a file
     /// system ends in a hash of the whole.
     pub fn dir_name(&self) -> String {
-        let base = problem_keys(&self.base);
-        let mut name = self.case.case.name.clone();
-        for kv in problem_keys(&self.case) {
-            if kv.0 != "case.name" && !base.contains(&kv) {
-                name += &format!("--{}={}", kv.0, plain(&kv.1));
-            }
-        }
-        shorten(name)
+        dir_name(
+            &self.case.case.name,
+            &problem_keys(&self.base),
+            &problem_keys(&self.case),
+        )
     }
 
     /// A value the solver rejects, located at the override that set it or its line in the file.
@@ -232,14 +271,43 @@ pub fn key_values(text: &str) -> Vec<(String, String)> {
 /// The keys of `case` that define what it solves (not how, see [`HOW`], and not its
 /// description), with their values.
 pub fn problem_keys(case: &Case) -> Vec<(String, String)> {
+    problem_keys_of(&case.to_toml())
+}
+
+/// [`problem_keys`] of a resolved case's TOML `text`.
+pub fn problem_keys_of(text: &str) -> Vec<(String, String)> {
     let defines = |key: &str| {
         let section = key.split('.').next().unwrap_or_default();
         !HOW.contains(&section) && key != "case.description"
     };
-    key_values(&case.to_toml())
+    key_values(text)
         .into_iter()
         .filter(|(key, _)| defines(key))
         .collect()
+}
+
+/// The problem keys of the resolved case `text` (read from `origin`) of either solver, its
+/// defaults filled as this version fills them.
+pub fn resolved_problem_keys(text: &str, origin: &str) -> Result<Vec<(String, String)>, CaseError> {
+    Ok(match solver_of(text, origin)? {
+        SolverKind::Structured => problem_keys(&Case::from_toml(text, origin)?),
+        SolverKind::FiniteElement => problem_keys_of(&FemCase::from_toml(text, origin)?.to_toml()),
+    })
+}
+
+/// Name of a case's default output directory: its `name`, and `--KEY=VALUE` for each of
+/// `keys` (the case's problem keys) not among `base`'s (those of the case as its origin
+/// gives it; the resolved value as a plain file name), e.g.
+/// `cavity2d-re100--physics.reynolds=400.0`; a name too long for a file system ends in a hash
+/// of the whole.
+pub fn dir_name(name: &str, base: &[(String, String)], keys: &[(String, String)]) -> String {
+    let mut name = name.to_string();
+    for kv in keys {
+        if kv.0 != "case.name" && !base.contains(kv) {
+            name += &format!("--{}={}", kv.0, plain(&kv.1));
+        }
+    }
+    shorten(name)
 }
 
 /// `value` as part of a plain file name: each run of characters other than ASCII letters,
@@ -274,7 +342,12 @@ fn shorten(name: String) -> String {
 
 /// Names of the built-in cases, comma-separated.
 pub fn builtin_names() -> String {
-    BUILTIN.map(|(name, _)| name).join(", ")
+    let names: Vec<&str> = BUILTIN
+        .iter()
+        .chain(&FEM_BUILTIN)
+        .map(|(n, _)| *n)
+        .collect();
+    names.join(", ")
 }
 
 #[cfg(test)]

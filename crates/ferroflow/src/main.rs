@@ -3,6 +3,7 @@ mod backends;
 mod bench;
 mod cases;
 mod check;
+mod fem_run;
 mod info;
 mod input;
 mod memory;

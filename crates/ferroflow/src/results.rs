@@ -7,14 +7,13 @@
 //! and its own files (checkpoint included) in `partial/`, where `--restart` continues it. An
 //! advisory lock keeps a second run out of a directory while one uses it, and a run does not
 //! replace the results of another case without `--overwrite`.
-use crate::input::problem_keys;
+use crate::input::resolved_problem_keys;
 use crate::plot;
 use crate::run::Restart;
 use crate::Failure;
 use ferroflow_ac::Problem;
 use ferroflow_cases::post::{post_process, Results};
 use ferroflow_cases::summary::{write_profile, RunRecord, Summary};
-use ferroflow_cases::Case;
 use ferroflow_core::nodes::Sampled;
 use ferroflow_core::{Fields, NodeValues, Points, Real};
 use ferroflow_io::file::naming;
@@ -41,7 +40,7 @@ pub const CASE_FILE: &str = "case.resolved.toml";
 pub const LOG_FILE: &str = "run.log";
 
 /// The summary: a directory with one holds a complete result set.
-const SUMMARY: &str = "summary.json";
+pub const SUMMARY: &str = "summary.json";
 
 /// The directory of the final fields' pieces, one `.vti` per block, of a run over several
 /// processes (indexed by `fields.pvti`).
@@ -57,12 +56,13 @@ pub enum Final<R: Real> {
 }
 
 /// The files of a result set besides the snapshots `fields_<iteration>.vti`.
-const RESULT_FILES: [&str; 14] = [
+const RESULT_FILES: [&str; 15] = [
     SUMMARY,
     "residuals.csv",
     "centerline_u.csv",
     "centerline_v.csv",
     "fields.vti",
+    "fields.vtu",
     "fields.pvti",
     PIECES,
     "fields.pvd",
@@ -91,20 +91,23 @@ pub struct OutputDir {
     _lock: File,
 }
 
-/// Iteration of a snapshot `fields_<iteration>.vti`, or of the index `fields_<iteration>.pvti`
-/// and directory `fields_<iteration>` of several processes' pieces of one.
+/// The extensions of a snapshot's file: a grid's, several processes' pieces' index, a mesh's.
+const SNAPSHOT_FILES: [&str; 3] = [".vti", ".pvti", ".vtu"];
+
+/// Iteration of a snapshot `fields_<iteration>.vti` (or `.vtu`), or of the index
+/// `fields_<iteration>.pvti` and directory `fields_<iteration>` of several processes' pieces
+/// of one.
 fn snapshot_iteration(name: &str) -> Option<usize> {
     let name = name.strip_prefix("fields_")?;
-    let name = (name
-        .strip_suffix(".vti")
-        .or_else(|| name.strip_suffix(".pvti")))
-    .unwrap_or(name);
+    let name = (SNAPSHOT_FILES.iter())
+        .find_map(|e| name.strip_suffix(e))
+        .unwrap_or(name);
     name.parse().ok()
 }
 
 /// Whether `name` is the file that names a snapshot (in `fields.pvd`), not its pieces.
 fn snapshot_index(name: &str) -> bool {
-    snapshot_iteration(name).is_some() && (name.ends_with(".vti") || name.ends_with(".pvti"))
+    snapshot_iteration(name).is_some() && SNAPSHOT_FILES.iter().any(|e| name.ends_with(e))
 }
 
 /// The directory of the pieces of the snapshot at `iteration` over several processes.
@@ -130,13 +133,14 @@ fn cannot_use(dir: &Path) -> impl Fn(io::Error) -> Failure + '_ {
 
 impl OutputDir {
     /// Creates `dir` (bad input if it cannot be), locks it (bad input if another run holds
-    /// it), refuses to replace what another case left there unless `overwrite`, and prepares
+    /// it), refuses to replace what another case (its problem keys `case`) left there unless
+    /// `overwrite`, and prepares
     /// the staging directory: for a run continued from the checkpoint in it, its files up to
     /// the checkpoint; else afresh, with the snapshots up to a `restart`'s iteration and the
     /// log from `dir`.
     pub fn open(
         dir: &Path,
-        case: &Case,
+        case: &[(String, String)],
         overwrite: bool,
         restart: Option<&Restart>,
     ) -> Result<OutputDir, Failure> {
@@ -197,10 +201,25 @@ impl OutputDir {
         self.add_snapshot(iteration, name)
     }
 
-    /// Lists snapshot `name` at `iteration` in `fields.pvd`.
-    fn add_snapshot(&mut self, iteration: usize, name: String) -> io::Result<()> {
+    /// Lists snapshot `name` (written into the staging directory) at `iteration` in
+    /// `fields.pvd`.
+    pub fn add_snapshot(&mut self, iteration: usize, name: String) -> io::Result<()> {
         self.snapshots.push((iteration, name));
         vtk::write_collection(&self.join("fields.pvd"), &self.snapshots)
+    }
+
+    /// Lists the final fields `file` at `iteration` in `fields.pvd` after the snapshots (in
+    /// place of one of the same iteration), if there are snapshots.
+    pub fn add_final(&self, iteration: usize, file: &str) -> io::Result<()> {
+        if self.snapshots.is_empty() {
+            return Ok(());
+        }
+        let mut all = self.snapshots.clone();
+        if all.last().is_some_and(|(i, _)| *i == iteration) {
+            all.pop();
+        }
+        all.push((iteration, file.into()));
+        vtk::write_collection(&self.join("fields.pvd"), &all)
     }
 
     /// Writes the results of a run into the staging directory. `fields` (pressure referenced)
@@ -243,14 +262,7 @@ impl OutputDir {
                 ("fields.vti", fields)
             }
         };
-        if !self.snapshots.is_empty() {
-            let mut all = self.snapshots.clone();
-            if all.last().is_some_and(|(i, _)| *i == run.sim.iteration) {
-                all.pop();
-            }
-            all.push((run.sim.iteration, file.into()));
-            vtk::write_collection(&self.join("fields.pvd"), &all)?;
-        }
+        self.add_final(run.sim.iteration, file)?;
         let results = post_process(run.case, run.problem, values).map_err(io::Error::other)?;
         write_profile(&self.join("centerline_u.csv"), ["y", "u"], &results.u)?;
         write_profile(&self.join("centerline_v.csv"), ["x", "v"], &results.v)?;
@@ -361,8 +373,9 @@ fn in_use(dir: &Path) -> Failure {
 }
 
 /// What [`OutputDir::open`] checks, without taking the lock or writing anything: that no
-/// other run holds `dir`, and that a run of `case` may replace what is in it.
-pub fn check_usable(dir: &Path, case: &Case, overwrite: bool) -> Result<(), Failure> {
+/// other run holds `dir`, and that a run of the case of problem keys `case` may replace what
+/// is in it.
+pub fn check_usable(dir: &Path, case: &[(String, String)], overwrite: bool) -> Result<(), Failure> {
     if let Ok(file) = File::open(dir.join(LOCK)) {
         // A lock taken here is released at once, when `file` is dropped (a run that tries to
         // lock in that instant is refused, as if this one had started first).
@@ -373,15 +386,18 @@ pub fn check_usable(dir: &Path, case: &Case, overwrite: bool) -> Result<(), Fail
     check_replaceable(dir, case, overwrite)
 }
 
-/// Refuses (bad input) to let a run of `case` replace the results of another case in `dir`,
-/// or the unfinished run of another case in its staging directory, unless `overwrite`. The
-/// case is what the keys that define the problem say (not how it is solved, see
-/// [`problem_keys`]), as `case.resolved.toml` records it.
-fn check_replaceable(dir: &Path, case: &Case, overwrite: bool) -> Result<(), Failure> {
+/// Refuses (bad input) to let a run of the case of problem keys `ours` replace the results
+/// of another case in `dir`, or the unfinished run of another case in its staging directory,
+/// unless `overwrite`. The case is what the keys that define the problem say (not how it is
+/// solved, see [`crate::input::problem_keys`]), as `case.resolved.toml` records it.
+fn check_replaceable(
+    dir: &Path,
+    ours: &[(String, String)],
+    overwrite: bool,
+) -> Result<(), Failure> {
     if overwrite {
         return Ok(());
     }
-    let ours = problem_keys(case);
     for (holder, what) in [
         (dir.to_path_buf(), "the results"),
         (dir.join(STAGING), "the unfinished run"),
@@ -390,7 +406,7 @@ fn check_replaceable(dir: &Path, case: &Case, overwrite: bool) -> Result<(), Fai
         let Ok(text) = fs::read_to_string(&record) else {
             continue;
         };
-        let theirs = match Case::from_toml(&text, &record.display().to_string()) {
+        let theirs = match resolved_problem_keys(&text, &record.display().to_string()) {
             Ok(theirs) => theirs,
             Err(e) => {
                 return Err(Failure::input(format!(
@@ -400,28 +416,29 @@ fn check_replaceable(dir: &Path, case: &Case, overwrite: bool) -> Result<(), Fai
                 )))
             }
         };
-        let theirs_keys = problem_keys(&theirs);
-        if theirs_keys == ours {
+        if theirs == ours {
             continue;
         }
         // Each side's case by its name and the keys where it differs from the other.
-        let describe = |case: &Case, keys: &[(String, String)], other: &[(String, String)]| {
+        let describe = |keys: &[(String, String)], other: &[(String, String)]| {
+            let name = keys.iter().find(|kv| kv.0 == "case.name");
+            let name = name.map_or("", |kv| kv.1.trim_matches('"'));
             let differ: Vec<String> = keys
                 .iter()
                 .filter(|kv| !other.contains(kv) && kv.0 != "case.name")
                 .map(|(k, v)| format!("{k} = {v}"))
                 .collect();
             match differ.is_empty() {
-                true => format!("'{}'", case.case.name),
-                false => format!("'{}' with {}", case.case.name, differ.join(", ")),
+                true => format!("'{name}'"),
+                false => format!("'{name}' with {}", differ.join(", ")),
             }
         };
         return Err(Failure::input(format!(
             "{} holds {what} of case {}; this run is case {}: use --overwrite to replace \
              them, or choose another --out",
             dir.display(),
-            describe(&theirs, &theirs_keys, &ours),
-            describe(case, &ours, &theirs_keys),
+            describe(&theirs, ours),
+            describe(ours, &theirs),
         )));
     }
     Ok(())

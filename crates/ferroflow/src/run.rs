@@ -1,6 +1,6 @@
 //! `ferroflow run`: solve a case, with progress, checkpoints, signals and result files.
 use crate::backends::{cpu_threads, make_backend};
-use crate::input::{key_values, LoadedCase, Override, DEFAULT_CASE};
+use crate::input::{key_values, problem_keys, LoadedCase, Override, DEFAULT_CASE};
 use crate::memory::{self, StateSize};
 use crate::progress::{Mode, Reporter, Work};
 use crate::results::{self, Final, OutputDir, CASE_FILE, LOG_FILE};
@@ -58,39 +58,39 @@ pub struct RunArgs {
     /// Case file (TOML) or built-in case name [default: cavity2d-re100, or with --restart the
     /// checkpoint's case].
     #[arg(value_name = "CASE")]
-    case: Option<OsString>,
+    pub(crate) case: Option<OsString>,
     /// Output directory [default: ferroflow-out/<case name>/, with `--KEY=VALUE` appended for
     /// each --set that changes what the case solves; with --restart the checkpoint's directory].
     #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Replace results of another case in the output directory.
     #[arg(long)]
-    overwrite: bool,
+    pub(crate) overwrite: bool,
     /// Compute backend, overriding the case.
     #[arg(long, value_enum)]
-    backend: Option<BackendKind>,
+    pub(crate) backend: Option<BackendKind>,
     /// Floating-point precision, overriding the case.
     #[arg(long, value_enum)]
-    precision: Option<Precision>,
+    pub(crate) precision: Option<Precision>,
     /// CPU threads (0 = all cores; at most 4 per core), overriding the case.
     #[arg(long, value_name = "N")]
-    threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// Blocks per axis the grid is cut into (parallel.blocks), overriding the case.
     #[arg(long, value_name = "PX,PY[,PZ]", value_delimiter = ',')]
-    blocks: Vec<usize>,
+    pub(crate) blocks: Vec<usize>,
     /// Set any key of the case (dotted path, TOML value), e.g. --set numerics.cfl=1.2.
     #[arg(long = "set", value_name = "KEY=VALUE")]
-    set: Vec<Override>,
+    pub(crate) set: Vec<Override>,
     /// Use the default CUDA launch shape instead of the tuned one (backend.tune = false).
     #[arg(long)]
-    no_tune: bool,
+    pub(crate) no_tune: bool,
     /// Continue from the checkpoint in DIR (the unfinished run's in DIR/partial/ if there is
     /// one), or from the checkpoint file DIR.
     #[arg(long, value_name = "DIR")]
-    restart: Option<PathBuf>,
+    pub(crate) restart: Option<PathBuf>,
     /// Print nothing while running (run.log is still written).
     #[arg(long, short)]
-    quiet: bool,
+    pub(crate) quiet: bool,
 }
 
 /// A checkpoint to continue from, and the file it was read from.
@@ -115,6 +115,9 @@ pub struct Job<'w> {
 }
 
 pub fn run(args: RunArgs) -> Result<(), Failure> {
+    if crate::fem_run::is_fem(&args)? {
+        return crate::fem_run::run(args);
+    }
     // Kept to the end: MPI is finalised when the last handle to it is dropped.
     let world = World::join();
     let job = world.agree(job(args, &world))?;
@@ -193,7 +196,7 @@ pub fn job(args: RunArgs, world: &World) -> Result<Job<'_>, Failure> {
     // By the first process only: the check takes the lock for an instant, and two processes
     // doing so at once would each see the other's as another run's.
     if world.is_root() {
-        results::check_usable(&out, &loaded.case, args.overwrite)?;
+        results::check_usable(&out, &problem_keys(&loaded.case), args.overwrite)?;
     }
     Ok(Job {
         loaded,
@@ -235,7 +238,7 @@ fn check_same_model(path: &Path, ck: &Checkpoint, case: &Case) -> Result<(), Fai
 }
 
 /// Reads the checkpoint in directory (or file) `path`.
-fn read_checkpoint(path: &Path) -> Result<Restart, Failure> {
+pub fn read_checkpoint(path: &Path) -> Result<Restart, Failure> {
     let file = if path.is_dir() {
         results::checkpoint_in(path)
     } else {
@@ -326,7 +329,7 @@ impl<'a, R: Real> Session<'a, R> {
             Some((out, report)) => (Some(out), report),
             None => (None, Reporter::silent(work())),
         };
-        log_header(&mut report, job, &backend_line, &resolved);
+        log_header(&mut report, job.restart.as_ref(), &backend_line, &resolved);
         report.note(&format!(
             "{}: {}D {:?}, {}, {}; output in {}",
             case.case.name,
@@ -433,7 +436,8 @@ impl<'a, R: Real> Session<'a, R> {
     /// Opens the output directory and starts the resolved case and the log in it.
     fn open(job: &Job, resolved: &str, work: Work) -> Result<(OutputDir, Reporter), Failure> {
         let case = &job.loaded.case;
-        let out = OutputDir::open(&job.out, case, job.overwrite, job.restart.as_ref())?;
+        let keys = problem_keys(case);
+        let out = OutputDir::open(&job.out, &keys, job.overwrite, job.restart.as_ref())?;
         ferroflow_io::file::write(&out.join(CASE_FILE), resolved).map_err(Failure::runtime)?;
         let (log, append) = (out.join(LOG_FILE), job.restart.is_some());
         let report = Reporter::new(job.mode, &log, append, work)
@@ -936,7 +940,7 @@ fn referenced<R: Real>(
 }
 
 /// The log's header: how to reproduce the run.
-fn log_header(report: &mut Reporter, job: &Job, backend: &str, resolved: &str) {
+pub fn log_header(report: &mut Reporter, restart: Option<&Restart>, backend: &str, resolved: &str) {
     report.log(&format!(
         "ferroflow {} ({}-{})",
         env!("CARGO_PKG_VERSION"),
@@ -948,7 +952,7 @@ fn log_header(report: &mut Reporter, job: &Job, backend: &str, resolved: &str) {
     if let Some(Restart {
         checkpoint: ck,
         file,
-    }) = &job.restart
+    }) = restart
     {
         report.log(&format!(
             "restart: from iteration {} ({})",

@@ -31,7 +31,9 @@ Examples:
   ferroflow verify cavity bdc2d --out verification
   ferroflow verify ethier-steinman           # edge-based finite elements on tetrahedra
   ferroflow verify sod                       # finite volumes: Sod's shock tube
-  ferroflow verify vortex                    # finite volumes: the isentropic vortex's orders")]
+  ferroflow verify vortex                    # finite volumes: the isentropic vortex's orders
+  ferroflow verify flat-plate                # finite volumes: laminar skin friction (Blasius)
+  ferroflow verify bump                      # finite volumes: entropy order, implicit iterations")]
 pub enum VerifyCommand {
     /// Observed order of accuracy with manufactured solutions: PASS when every order on the
     /// finest pair of grids is within 2 ± 0.1 (with fourth-order differences: at least 1.9).
@@ -73,8 +75,11 @@ pub enum VerifyCommand {
     },
     /// The edge-based finite-element solver (tetrahedra, fractional step) against the exact
     /// unsteady Ethier–Steinman solution on [−1, 1]³: L2 errors at the end time on each
-    /// grid and the observed orders; PASS when, on the finest pair, velocity's is at least 1.8
-    /// and pressure's at least 1.0.
+    /// grid and the observed orders, CG iterations per step, the discrete divergence and the
+    /// stabilised continuity residual after the projection; then each grid again at every
+    /// --cg-tolerances value. PASS when, on the finest pair, velocity's order is at least 1.8
+    /// and pressure's at least 1.0, and on every grid the continuity residual falls as the
+    /// CG tolerance is tightened.
     #[command(after_help = "Examples:\n  ferroflow verify ethier-steinman\n  \
                             ferroflow verify ethier-steinman --cells 8,16,32,48\n\n\
                             Exit codes: 0 PASS, 1 FAIL or a runtime failure, 2 bad input.")]
@@ -92,7 +97,11 @@ pub enum VerifyCommand {
         /// Relative tolerance of the pressure solve.
         #[arg(long, default_value_t = 1e-10)]
         cg_tolerance: f64,
-        /// Output directory for ethier-steinman.csv.
+        /// Looser tolerances of the pressure solve each grid is run with again, for the
+        /// divergence and the continuity residual against the tolerance.
+        #[arg(long, value_delimiter = ',', default_values_t = [1e-4, 1e-6, 1e-8])]
+        cg_tolerances: Vec<f64>,
+        /// Output directory for ethier-steinman.csv and ethier-steinman-cg.csv.
         #[arg(long, default_value = "ferroflow-out/ethier-steinman")]
         out: PathBuf,
     },
@@ -179,6 +188,43 @@ pub enum VerifyCommand {
         #[arg(long, default_value = "ferroflow-out/vortex")]
         out: PathBuf,
     },
+    /// The finite-volume solver on the laminar flat plate (Mach 0.2, Re = 10⁵ per unit
+    /// length, adiabatic wall, one layer of graded hexahedra), converged by the implicit
+    /// iteration: Cf √Re_x along the plate against Blasius' 0.664; PASS when it is within 5 %
+    /// at every wall face with 0.1 ≤ x ≤ 1. Writes the surface (x, Cp, Cf) to
+    /// flat-plate.csv.
+    #[command(after_help = "Examples:\n  ferroflow verify flat-plate\n  \
+                            ferroflow verify flat-plate --coarse\n\n\
+                            Exit codes: 0 PASS, 1 FAIL or a runtime failure, 2 bad input.")]
+    FlatPlate {
+        /// The tests' coarse mesh (1,280 cells) instead of the fine one (7,168).
+        #[arg(long)]
+        coarse: bool,
+        /// Output directory for flat-plate.csv.
+        #[arg(long, default_value = "ferroflow-out/flat-plate")]
+        out: PathBuf,
+    },
+    /// The finite-volume solver on the subsonic bump in a channel (Mach 0.5, one layer of
+    /// n × n/3 hexahedra, unlimited), each mesh converged to a 1e-10 drop of the density
+    /// residual by the implicit iteration and, on the coarser ones, by the explicit
+    /// four-stage scheme: the entropy error, its observed order and both iteration counts;
+    /// PASS when the order from the coarsest to the finest mesh is at least 1.8 and the
+    /// implicit iteration takes a tenth of the explicit scheme's iterations or fewer.
+    #[command(after_help = "Examples:\n  ferroflow verify bump\n  \
+                            ferroflow verify bump --cells 24,48,96 --explicit-up-to 24\n\n\
+                            Exit codes: 0 PASS, 1 FAIL or a runtime failure, 2 bad input.")]
+    Bump {
+        /// Cells along the channel of each mesh (n/3 across), at least two meshes, ascending.
+        #[arg(long, value_delimiter = ',', default_values_t = [48, 96, 192])]
+        cells: Vec<usize>,
+        /// Run the explicit scheme too on the meshes of at most this many cells along the
+        /// channel (tens of thousands of iterations from 48 on).
+        #[arg(long, default_value_t = 48)]
+        explicit_up_to: usize,
+        /// Output directory for bump.csv.
+        #[arg(long, default_value = "ferroflow-out/bump")]
+        out: PathBuf,
+    },
     /// Run the cavity cases and print the deviation from the published profiles (or, for the
     /// buoyancy-driven cavities, the published mean Nusselt number).
     #[command(after_help = "Examples:\n  ferroflow verify cavity\n  \
@@ -224,13 +270,14 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
             viscosity,
             end,
             cg_tolerance,
+            cg_tolerances,
             out,
         } => {
             let controls = Controls {
                 cg_tolerance,
                 ..Controls::default()
             };
-            ethier_steinman(&cells, (viscosity, end), controls, &out)
+            ethier_steinman(&cells, (viscosity, end), controls, &cg_tolerances, &out)
         }
         VerifyCommand::LidCube {
             cells,
@@ -253,6 +300,12 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
         } => dfg(&meshes, tolerance, end),
         VerifyCommand::Sod { cells, out } => sod(&cells, &out),
         VerifyCommand::Vortex { cells, out } => vortex(&cells, &out),
+        VerifyCommand::FlatPlate { coarse, out } => flat_plate(coarse, &out),
+        VerifyCommand::Bump {
+            cells,
+            explicit_up_to,
+            out,
+        } => bump(&cells, explicit_up_to, &out),
     }
 }
 
@@ -388,6 +441,119 @@ fn vortex(cells: &[usize], out: &Path) -> Result<(), Failure> {
     }
 }
 
+/// The laminar flat plate (see [`VerifyCommand::FlatPlate`]): every eighth station's
+/// coefficients printed, all of them written to `out/flat-plate.csv`.
+fn flat_plate(coarse: bool, out: &Path) -> Result<(), Failure> {
+    use ferroflow_fv::flat_plate::{deviation, run, COARSE, FINE, MAX_ITERATIONS, RANGE};
+    let path = output_file(out, "flat-plate.csv")?;
+    let grading = if coarse { COARSE } else { FINE };
+    let r = run(grading).map_err(Failure::runtime)?;
+    let iterations = match r.iterations {
+        Some(n) => format!("{n} implicit iterations"),
+        None => format!("not converged in {MAX_ITERATIONS} implicit iterations"),
+    };
+    println!("{} cells, {iterations}, {:.1} s", r.cells, r.seconds);
+    let mut csv = String::from("x,cp,cf,cf_sqrt_re_x_over_blasius\n");
+    println!("{:>8} {:>9} {:>10} {:>14}", "x", "Cp", "Cf", "Cf√Rex/0.664");
+    for (k, st) in r.surface.iter().enumerate() {
+        let ratio = st.blasius_ratio();
+        if k % 8 == 0 || k + 1 == r.surface.len() {
+            println!(
+                "{:>8.4} {:>9.5} {:>10.4e} {ratio:>14.4}",
+                st.x, st.cp, st.cf
+            );
+        }
+        csv += &format!("{:e},{:e},{:e},{ratio:e}\n", st.x, st.cp, st.cf);
+    }
+    ferroflow_io::file::write(&path, csv).map_err(Failure::runtime)?;
+    let (worst, at) = deviation(&r.surface, RANGE);
+    let verdict = format!(
+        "largest |Cf√Rex/0.664 − 1| over {} ≤ x ≤ {}: {:.2} % at x = {at:.4}",
+        RANGE.0,
+        RANGE.1,
+        100.0 * worst
+    );
+    match (r.iterations, worst <= 0.05) {
+        (Some(_), true) => {
+            println!("PASS: {verdict}");
+            Ok(())
+        }
+        (None, _) => Err(Failure::runtime(format!("FAIL: not converged; {verdict}"))),
+        (Some(_), false) => Err(Failure::runtime(format!("FAIL: {verdict} (above 5 %)"))),
+    }
+}
+
+/// The subsonic bump (see [`VerifyCommand::Bump`]), its table printed and written to
+/// `out/bump.csv`.
+fn bump(cells: &[usize], explicit_up_to: usize, out: &Path) -> Result<(), Failure> {
+    use ferroflow_fv::bump::{order, run, MAX_ITERATIONS};
+    use ferroflow_fv::Limiter;
+    if cells.len() < 2 || cells.windows(2).any(|w| w[0] >= w[1]) || cells[0] < 3 {
+        return Err(Failure::input(format!(
+            "--cells {cells:?}: at least two meshes, ascending, of at least 3 cells along"
+        )));
+    }
+    let path = output_file(out, "bump.csv")?;
+    let mut csv = String::from(
+        "n,mesh_cells,entropy_error,order,implicit_iterations,implicit_seconds,\
+         explicit_iterations,explicit_seconds\n",
+    );
+    println!(
+        "{:>5} {:>7} {:>11} {:>6} {:>9} {:>8} {:>9} {:>8}",
+        "n", "cells", "entropy", "order", "implicit", "s", "explicit", "s"
+    );
+    let mut runs = Vec::new();
+    let mut failed = Vec::new();
+    for &n in cells {
+        let b =
+            run(n, Limiter::None, n <= explicit_up_to, MAX_ITERATIONS).map_err(Failure::runtime)?;
+        let p = runs.last().map(|a| order(a, &b));
+        let shown = p.map(|p| format!("{p:.3}")).unwrap_or_default();
+        let (ei, es) = match b.explicit {
+            Some((i, s)) => (i.to_string(), format!("{s:.2}")),
+            None => (String::new(), String::new()),
+        };
+        println!(
+            "{n:>5} {:>7} {:>11.4e} {shown:>6} {:>9} {:>8.2} {ei:>9} {es:>8}",
+            b.cells, b.entropy, b.implicit.0, b.implicit.1
+        );
+        csv += &format!(
+            "{n},{},{:e},{shown},{},{:.3},{ei},{es}\n",
+            b.cells, b.entropy, b.implicit.0, b.implicit.1
+        );
+        if b.implicit.0 >= MAX_ITERATIONS {
+            failed.push(format!("n = {n}: implicit not converged"));
+        }
+        match b.explicit {
+            Some((e, _)) if e >= MAX_ITERATIONS => {
+                failed.push(format!("n = {n}: explicit not converged"));
+            }
+            Some((e, _)) if 10 * b.implicit.0 > e => failed.push(format!(
+                "n = {n}: implicit {} against explicit {e} iterations",
+                b.implicit.0
+            )),
+            _ => {}
+        }
+        runs.push(b);
+    }
+    ferroflow_io::file::write(&path, csv).map_err(Failure::runtime)?;
+    let (first, last) = (&runs[0], &runs[runs.len() - 1]);
+    let p = order(first, last);
+    if p.is_nan() || p < 1.8 {
+        failed.push(format!("order {p:.3} from n = {} to {}", first.n, last.n));
+    }
+    if failed.is_empty() {
+        println!(
+            "PASS: entropy order {p:.3} from n = {} to {}; implicit iterations a tenth of the \
+             explicit ones or fewer",
+            first.n, last.n
+        );
+        Ok(())
+    } else {
+        Err(Failure::runtime(format!("FAIL: {}", failed.join("; "))))
+    }
+}
+
 /// The DFG 3D-1Z study (see [`VerifyCommand::Dfg`]).
 fn dfg(meshes: &[PathBuf], tolerance: f64, end: f64) -> Result<(), Failure> {
     use ferroflow_fem::dfg::{run, DRAG_RANGE, LIFT_RANGE};
@@ -513,15 +679,16 @@ fn lid_cube(
     Ok(())
 }
 
-/// The Ethier–Steinman study (see [`VerifyCommand::EthierSteinman`]), its table printed and
-/// written to `out/ethier-steinman.csv`.
+/// The Ethier–Steinman study (see [`VerifyCommand::EthierSteinman`]), its tables printed and
+/// written to `out/ethier-steinman.csv` and `out/ethier-steinman-cg.csv`.
 fn ethier_steinman(
     cells: &[usize],
     (nu, end): (f64, f64),
     controls: Controls,
+    sweep: &[f64],
     out: &Path,
 ) -> Result<(), Failure> {
-    use ferroflow_fem::ethier_steinman::{order, run};
+    use ferroflow_fem::ethier_steinman::{order, run, LevelResult};
     if cells.len() < 2 || cells.windows(2).any(|w| w[0] >= w[1]) || cells[0] < 1 {
         return Err(Failure::input(format!(
             "--cells {cells:?}: at least two grids, ascending"
@@ -533,6 +700,11 @@ fn ethier_steinman(
             "--cg-tolerance {tolerance}: between 0 and 1"
         )));
     }
+    if let Some(t) = sweep.iter().find(|&&t| !(t > tolerance && t < 1.0)) {
+        return Err(Failure::input(format!(
+            "--cg-tolerances: {t} is not between --cg-tolerance ({tolerance}) and 1"
+        )));
+    }
     if !(nu > 0.0 && nu.is_finite() && end > 0.0 && end.is_finite()) {
         return Err(Failure::input(format!(
             "--viscosity {nu}, --end {end}: both positive and finite"
@@ -541,14 +713,25 @@ fn ethier_steinman(
     let path = output_file(out, "ethier-steinman.csv")?;
     let mut csv = String::from(
         "cells,nodes,steps,velocity_l2,pressure_l2,velocity_order,pressure_order,\
-         cg_iterations_per_step,max_rms_divergence,seconds\n",
+         cg_iterations_per_step,max_rms_divergence,max_rms_continuity,seconds\n",
     );
     println!(
-        "{:>6} {:>8} {:>6} {:>12} {:>12} {:>7} {:>7} {:>8} {:>10} {:>8}",
-        "cells", "nodes", "steps", "u L2", "p L2", "u ord", "p ord", "CG/step", "max div", "s"
+        "{:>6} {:>8} {:>6} {:>12} {:>12} {:>7} {:>7} {:>8} {:>10} {:>10} {:>8}",
+        "cells",
+        "nodes",
+        "steps",
+        "u L2",
+        "p L2",
+        "u ord",
+        "p ord",
+        "CG/step",
+        "max div",
+        "max cont",
+        "s"
     );
     let mut previous = None;
     let mut last = (f64::NAN, f64::NAN);
+    let mut levels: Vec<LevelResult> = Vec::new();
     for &c in cells {
         let start = Instant::now();
         let r = run(c, nu, end, controls).map_err(Failure::runtime)?;
@@ -562,7 +745,7 @@ fn ethier_steinman(
         let fmt = |o: Option<f64>| o.map(|o| format!("{o:.3}")).unwrap_or_default();
         let (ou, op) = (orders.map(|o| o.0), orders.map(|o| o.1));
         println!(
-            "{:>6} {:>8} {:>6} {:>12.4e} {:>12.4e} {:>7} {:>7} {:>8.1} {:>10.3e} {:>8.2}",
+            "{:>6} {:>8} {:>6} {:>12.4e} {:>12.4e} {:>7} {:>7} {:>8.1} {:>10.3e} {:>10.3e} {:>8.2}",
             c,
             r.nodes,
             r.steps,
@@ -572,10 +755,11 @@ fn ethier_steinman(
             fmt(op),
             r.cg_iterations,
             r.divergence,
+            r.continuity,
             seconds
         );
         csv += &format!(
-            "{c},{},{},{:e},{:e},{},{},{:.2},{:e},{seconds:.3}\n",
+            "{c},{},{},{:e},{:e},{},{},{:.2},{:e},{:e},{seconds:.3}\n",
             r.nodes,
             r.steps,
             r.velocity,
@@ -583,26 +767,82 @@ fn ethier_steinman(
             fmt(ou),
             fmt(op),
             r.cg_iterations,
-            r.divergence
+            r.divergence,
+            r.continuity
         );
         previous = Some((c, r.velocity, r.pressure));
         if let Some(o) = orders {
             last = o;
         }
+        levels.push(r);
     }
     ferroflow_io::file::write(&path, csv).map_err(Failure::runtime)?;
+    let tracks = cg_sweep(&levels, (nu, end), controls, sweep, out)?;
     let (ou, op) = last;
-    if ou >= 1.8 && op >= 1.0 {
+    if ou >= 1.8 && op >= 1.0 && tracks {
         println!(
-            "PASS: orders on the finest pair: velocity {ou:.3} (>= 1.8), pressure {op:.3} (>= 1.0)"
+            "PASS: orders on the finest pair: velocity {ou:.3} (>= 1.8), pressure {op:.3} (>= 1.0); \
+             the continuity residual falls with the CG tolerance on every grid"
         );
         Ok(())
     } else {
         Err(Failure::runtime(format!(
             "FAIL: orders on the finest pair: velocity {ou:.3} (needs 1.8), pressure {op:.3} \
-             (needs 1.0)"
+             (needs 1.0); the continuity residual falls with the CG tolerance on every grid: \
+             {tracks}"
         )))
     }
+}
+
+/// Each of `levels` (run at `controls.cg_tolerance`) again at every tolerance of `sweep`:
+/// CG iterations per step, the largest RMS divergence and continuity residual after the
+/// projection, printed and written to `out/ethier-steinman-cg.csv`. Whether on every grid the
+/// continuity residual falls as the tolerance is tightened.
+fn cg_sweep(
+    levels: &[ferroflow_fem::ethier_steinman::LevelResult],
+    (nu, end): (f64, f64),
+    controls: Controls,
+    sweep: &[f64],
+    out: &Path,
+) -> Result<bool, Failure> {
+    let mut tolerances: Vec<f64> = sweep.to_vec();
+    tolerances.sort_by(|a, b| b.total_cmp(a));
+    println!(
+        "\n{:>6} {:>8} {:>10} {:>8} {:>10} {:>10}",
+        "cells", "nodes", "CG tol", "CG/step", "max div", "max cont"
+    );
+    let mut csv = String::from(
+        "cells,nodes,cg_tolerance,cg_iterations_per_step,max_rms_divergence,max_rms_continuity\n",
+    );
+    let mut tracks = true;
+    for level in levels {
+        let mut rows = Vec::new();
+        for &t in &tolerances {
+            let c = Controls {
+                cg_tolerance: t,
+                ..controls
+            };
+            let r = ferroflow_fem::ethier_steinman::run(level.cells, nu, end, c);
+            rows.push((t, r.map_err(Failure::runtime)?));
+        }
+        rows.push((controls.cg_tolerance, *level));
+        tracks &= rows
+            .windows(2)
+            .all(|w| w[1].1.continuity < w[0].1.continuity);
+        for (t, r) in rows {
+            println!(
+                "{:>6} {:>8} {:>10.0e} {:>8.1} {:>10.3e} {:>10.3e}",
+                r.cells, r.nodes, t, r.cg_iterations, r.divergence, r.continuity
+            );
+            csv += &format!(
+                "{},{},{t:e},{:.2},{:e},{:e}\n",
+                r.cells, r.nodes, r.cg_iterations, r.divergence, r.continuity
+            );
+        }
+    }
+    let path = output_file(out, "ethier-steinman-cg.csv")?;
+    ferroflow_io::file::write(&path, csv).map_err(Failure::runtime)?;
+    Ok(tracks)
 }
 
 /// What `verify mms` was asked for.

@@ -51,7 +51,7 @@ mod step;
 use crate::implicit::{GaugeSums, ImplicitBlock};
 use crate::iteration::{iterate, AcKernels};
 use crate::{BlockBackend, Coefficients, Method, Problem, SideBc};
-use ferroflow_core::decomposition::Face;
+use ferroflow_core::decomposition::{region_len, Face, Region};
 use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals};
 use implicit::Relaxer;
 use rayon::prelude::*;
@@ -87,8 +87,8 @@ impl<R: Real> CpuBackend<R> {
     }
 
     /// Sets up the state from `problem.initial` on `pool`, which other backends may share:
-    /// the blocks of a decomposed grid, iterated one after the other, take all its threads in
-    /// turn instead of a thread each.
+    /// the blocks of a decomposed grid, iterated at once, share all its threads instead of a
+    /// thread each.
     pub fn on(
         problem: &Problem<R>,
         pool: Arc<rayon::ThreadPool>,
@@ -373,52 +373,131 @@ impl<R: Real> ImplicitBlock<R> for CpuBackend<R> {
     }
 }
 
+/// Rows of a face handed to one task: the x faces' rows hold one or two values.
+const FACE_ROWS_PER_TASK: usize = 64;
+
+/// The region of each variable `face` carries (sent or, with `receive`, received) and the part
+/// of the face buffer that holds it, rows in the order of [`Face::rows`] (which would list
+/// every row).
+fn face_parts(
+    face: &Face,
+    layout: &Layout,
+    receive: bool,
+) -> Vec<(Region, std::ops::Range<usize>)> {
+    let mut at = 0;
+    (0..face.vars)
+        .map(|var| {
+            let r = face.region(layout, var, receive);
+            let part = at..at + region_len(&r);
+            at = part.end;
+            (r, part)
+        })
+        .collect()
+}
+
 /// Packs the values of `fields` that `face` sends into `buf`, in the buffer's precision.
 pub(crate) fn pack<T: Real, R: Real>(fields: &Fields<T>, face: &Face, buf: &mut [R]) {
-    let rows = face.rows(&fields.layout, false);
-    let parts = split_rows(buf, &rows);
-    parts.into_par_iter().zip(&rows).for_each(|(part, r)| {
-        let values = &fields.vars[r.var][r.offset..r.offset + r.len];
-        for (p, v) in part.iter_mut().zip(values) {
-            *p = R::of(v.f64());
-        }
-    });
+    let l = &fields.layout;
+    for ((r, part), values) in face_parts(face, l, false).into_iter().zip(&fields.vars) {
+        let (width, rows_j) = ((r[0].1 - r[0].0) as usize, r[1].1 - r[1].0);
+        buf[part]
+            .par_chunks_mut(width)
+            .with_min_len(FACE_ROWS_PER_TASK)
+            .enumerate()
+            .for_each(|(row, out)| {
+                let (j, k) = (
+                    r[1].0 + row as isize % rows_j,
+                    r[2].0 + row as isize / rows_j,
+                );
+                let o = l.index(r[0].0, j, k);
+                for (p, v) in out.iter_mut().zip(&values[o..o + width]) {
+                    *p = R::of(v.f64());
+                }
+            });
+    }
 }
 
 /// Writes `buf` into the halo of `fields` that `face` receives.
 pub(crate) fn unpack<T: Real, R: Real>(fields: &mut Fields<T>, face: &Face, buf: &[R]) {
-    // Rows of one variable never overlap: unpack variable by variable, rows in parallel.
-    let rows = face.rows(&fields.layout, true);
-    for (var, values) in fields.vars.iter_mut().enumerate().take(face.vars) {
-        let mine: Vec<_> = rows.iter().filter(|r| r.var == var).collect();
-        let mut targets = Vec::with_capacity(mine.len());
-        let mut rest: &mut [T] = values;
-        let mut base = 0;
-        for r in &mine {
-            let (_, tail) = rest.split_at_mut(r.offset - base);
-            let (row, tail) = tail.split_at_mut(r.len);
-            targets.push(row);
-            rest = tail;
-            base = r.offset + r.len;
-        }
-        targets.into_par_iter().zip(mine).for_each(|(row, r)| {
-            for (t, v) in row.iter_mut().zip(&buf[r.at..r.at + r.len]) {
-                *t = T::of(v.f64());
-            }
-        });
+    let l = fields.layout;
+    let (row_len, rows_per_plane) = (l.stride[1], (l.stride[2] / l.stride[1]) as isize);
+    for ((r, part), values) in face_parts(face, &l, true).into_iter().zip(&mut fields.vars) {
+        let (width, rows_j) = ((r[0].1 - r[0].0) as usize, r[1].1 - r[1].0);
+        let part = &buf[part];
+        // The memory rows from the region's first to its last, in parallel; those of other j
+        // in between are skipped.
+        let (first, last) = (
+            l.index(0, r[1].0, r[2].0) / row_len,
+            l.index(0, r[1].1 - 1, r[2].1 - 1) / row_len,
+        );
+        values[first * row_len..(last + 1) * row_len]
+            .par_chunks_mut(row_len)
+            .with_min_len(FACE_ROWS_PER_TASK)
+            .enumerate()
+            .for_each(|(q, row)| {
+                let q = (first + q) as isize;
+                let j = q % rows_per_plane - l.ghost[1] as isize - r[1].0;
+                let k = q / rows_per_plane - l.ghost[2] as isize - r[2].0;
+                if !(0..rows_j).contains(&j) {
+                    return;
+                }
+                let at = (k * rows_j + j) as usize * width;
+                let i = (r[0].0 + l.ghost[0] as isize) as usize;
+                for (t, v) in row[i..i + width].iter_mut().zip(&part[at..at + width]) {
+                    *t = T::of(v.f64());
+                }
+            });
     }
 }
 
-/// `buf` cut into the runs of `rows` (which tile it in order).
-fn split_rows<'a, R>(
-    mut buf: &'a mut [R],
-    rows: &[ferroflow_core::decomposition::FaceRow],
-) -> Vec<&'a mut [R]> {
-    rows.iter()
-        .map(|r| {
-            let (row, rest) = std::mem::take(&mut buf).split_at_mut(r.len);
-            buf = rest;
-            row
-        })
-        .collect()
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferroflow_core::Side;
+
+    #[test]
+    fn faces_pack_and_unpack_in_the_order_of_their_rows() {
+        for (dim, n) in [(2, [9, 7, 1]), (3, [7, 6, 9])] {
+            let layout = Layout::new(dim, n);
+            let mut fields = Fields::<f64>::zeros(layout, 1 + dim);
+            for (v, a) in fields.vars.iter_mut().enumerate() {
+                for (o, x) in a.iter_mut().enumerate() {
+                    *x = (v * layout.len + o) as f64;
+                }
+            }
+            for side in Side::ALL.into_iter().take(2 * dim) {
+                for reach in [1, 2] {
+                    let face = Face {
+                        side,
+                        vars: 1 + dim,
+                        reach,
+                    };
+                    let mut buf = vec![0.0f32; face.len(&layout)];
+                    pack(&fields, &face, &mut buf);
+                    let mut expected = Vec::new();
+                    for r in face.rows(&layout, false) {
+                        let values = &fields.vars[r.var][r.offset..r.offset + r.len];
+                        expected.extend(values.iter().map(|v| *v as f32));
+                    }
+                    assert_eq!(buf, expected, "{dim}D {side:?} reach {reach}");
+                    let mut halo = Fields::<f64>::zeros(layout, 1 + dim);
+                    unpack(&mut halo, &face, &buf);
+                    let mut written = vec![vec![false; layout.len]; 1 + dim];
+                    for r in face.rows(&layout, true) {
+                        let got = &halo.vars[r.var][r.offset..r.offset + r.len];
+                        let want: Vec<f64> =
+                            buf[r.at..r.at + r.len].iter().map(|v| *v as f64).collect();
+                        assert_eq!(got, want, "{dim}D {side:?} reach {reach}");
+                        written[r.var][r.offset..r.offset + r.len].fill(true);
+                    }
+                    // Nothing but the halo is written.
+                    for (v, a) in halo.vars.iter().enumerate() {
+                        for (o, x) in a.iter().enumerate() {
+                            assert!(written[v][o] || *x == 0.0, "{dim}D {side:?} {v} {o}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

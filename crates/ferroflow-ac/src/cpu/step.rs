@@ -58,7 +58,7 @@ pub(crate) fn at<R: Copy>(a: &[R], o: usize) -> R {
 
 /// Nodes per inner loop: residuals go to a stack buffer and are summed after each chunk, so
 /// the update loop carries no dependency and vectorises.
-const CHUNK: usize = 64;
+pub(crate) const CHUNK: usize = 64;
 
 /// Convection and Laplacian `∇²q` of the transported variable `q` (a velocity component or
 /// T) at offset `o`, where it is `centre`, by central differences (with `F`, of fourth order).

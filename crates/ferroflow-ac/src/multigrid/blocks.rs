@@ -17,7 +17,7 @@ use super::{
     inject_pair, levels, prolong, prolong_add, restrict, subtract, Fas, Level, MIN_COARSE_NODES,
 };
 use crate::cpu::{pack, unpack, CpuBackend};
-use crate::decomposed::{Decomposed, Halos};
+use crate::decomposed::{each_face, Decomposed, Halos};
 use crate::Problem;
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{BackendError, Fields, ProblemError, Real};
@@ -85,14 +85,15 @@ impl<R: Real, T: Transport<R>> Decomposed<CpuBackend<R>, T> {
     /// Fills the halos of `fields` (one per local block, in block order) from the blocks
     /// across their interfaces, as the state's are filled.
     fn exchange_fields(&mut self, fields: &mut [Fields<R>]) -> Result<(), BackendError> {
-        for (halo, (b, face)) in self.halos.iter_mut().zip(&self.faces) {
-            pack(&fields[*b], face, &mut halo.send);
-        }
+        each_face(fields, &self.faces, &mut self.halos, |f, face, halo| {
+            pack(f, face, &mut halo.send);
+            Ok(())
+        })?;
         self.transport.exchange(&mut self.halos)?;
-        for (halo, (b, face)) in self.halos.iter().zip(&self.faces) {
-            unpack(&mut fields[*b], face, &halo.recv);
-        }
-        Ok(())
+        each_face(fields, &self.faces, &mut self.halos, |f, face, halo| {
+            unpack(f, face, &halo.recv);
+            Ok(())
+        })
     }
 
     /// Each local block's residual field, its continuity residual projected with the gauge of

@@ -22,7 +22,7 @@ pub struct KeyDoc {
     pub model: Option<Model>,
 }
 
-const fn key(
+pub(crate) const fn key(
     key: &'static str,
     type_name: &'static str,
     unit: &'static str,
@@ -55,7 +55,11 @@ impl KeyDoc {
 
 /// [`KEYS`] a section at a time, in file order.
 pub fn key_sections() -> impl Iterator<Item = &'static [KeyDoc]> {
-    let keys: &'static [KeyDoc] = &KEYS;
+    sections(&KEYS)
+}
+
+/// `keys` a section at a time, in their order.
+pub fn sections(keys: &'static [KeyDoc]) -> impl Iterator<Item = &'static [KeyDoc]> {
     keys.chunk_by(|a, b| a.parts().0 == b.parts().0)
 }
 
@@ -63,7 +67,7 @@ const INCOMPRESSIBLE: Model = Model::Incompressible;
 const BOUSSINESQ: Model = Model::Boussinesq;
 
 /// Every key of a case file, in file order.
-pub const KEYS: [KeyDoc; 50] = [
+pub const KEYS: [KeyDoc; 51] = [
     key(
         "case.name",
         "string",
@@ -77,6 +81,16 @@ pub const KEYS: [KeyDoc; 50] = [
         "-",
         "text",
         "One line saying what the case is (shown by `ferroflow cases`)",
+    ),
+    key(
+        "case.solver",
+        "string",
+        "-",
+        "`\"structured\"`, `\"finite-element\"`",
+        "Which solver the case is for: `structured`, artificial compressibility on the box \
+         grid of these tables; `finite-element`, the edge-based finite elements on \
+         tetrahedra, whose case files have keys of their own (the finite-element tables \
+         below)",
     ),
     key(
         "mesh.kind",

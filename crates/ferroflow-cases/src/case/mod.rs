@@ -8,6 +8,7 @@
 //! schema v1 (`[grid]`, `case.kind`, the lid velocity and the wall temperatures in `[physics]`)
 //! are still read ([`v1`]), as the same case.
 use crate::convection::{no_temperature_range, HeatedCavity};
+use crate::fem::SolverKind;
 use crate::walls::{box_problem, temperature_range, Values, Wall, PATCHES};
 use ferroflow_ac::{
     Convection, CycleShape, Differences, Implicit, Method, Multigrid, Numerics, Physics, Problem,
@@ -24,7 +25,8 @@ use toml::de::{DeTable, DeValue};
 mod keys;
 pub mod v1;
 
-pub use keys::{key_sections, KeyDoc, KEYS};
+pub(crate) use keys::key;
+pub use keys::{key_sections, sections, KeyDoc, KEYS};
 
 /// A whole case file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,6 +61,8 @@ pub struct CaseInfo {
     pub name: String,
     /// One line saying what the case is.
     pub description: String,
+    /// Which solver the case is for ([`crate::fem`] reads finite-element cases).
+    pub solver: SolverKind,
 }
 
 /// A case name, which names the default output directory `ferroflow-out/<name>/`: one plain
@@ -439,6 +443,7 @@ impl Default for CaseInfo {
         CaseInfo {
             name: "cavity2d-re100".into(),
             description: "2D lid-driven cavity, Re = 100, 129 x 129 nodes".into(),
+            solver: SolverKind::Structured,
         }
     }
 }
@@ -683,17 +688,25 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
 
 /// The default value of a key (a patch's: that of a patch not listed), if it has one.
 pub fn default_value(doc: &KeyDoc) -> Option<toml::Value> {
+    default_in(&Case::default(), &PatchSpec::default(), doc)
+}
+
+/// The value of `doc`'s key in the default `case`, or for a patch's key in `patch`.
+pub(crate) fn default_in(
+    case: &impl Serialize,
+    patch: &impl Serialize,
+    doc: &KeyDoc,
+) -> Option<toml::Value> {
     let (sec, name) = doc.parts();
-    let table = match name.strip_prefix("<patch>.") {
-        Some(name) => toml::Table::try_from(PatchSpec::default())
+    match name.strip_prefix("<patch>.") {
+        Some(name) => toml::Table::try_from(patch)
             .expect("a patch serialises")
             .remove(name),
-        None => toml::Table::try_from(Case::default())
+        None => toml::Table::try_from(case)
             .expect("a case always serialises")
             .remove(sec)
             .and_then(|t| t.as_table()?.get(name).cloned()),
-    };
-    table
+    }
 }
 
 /// The case must be one `case.resolved.toml` and checkpoints can hold and read back: no NaN or
@@ -735,8 +748,80 @@ fn check_writable(text: &str, origin: &str, case: &Case) -> Result<(), CaseError
     }
 }
 
+/// `case` (serialised) with the keys `keys` documents that `include` takes, in their order,
+/// a table per patch (box sides first in [`PATCHES`] order), the section headers, and with
+/// `comments` each key's doc (for the first patch only).
+pub(crate) fn render(
+    case: &impl Serialize,
+    keys: &'static [KeyDoc],
+    comments: bool,
+    include: impl Fn(&KeyDoc) -> bool,
+) -> String {
+    let table = toml::Table::try_from(case).expect("a case always serialises");
+    let mut out = String::new();
+    // A key left unset (`None`: the backend or the relaxation decides) is shown commented
+    // out where comments are wanted, and left out otherwise.
+    let line = |doc: &KeyDoc, name: &str, value: Option<&toml::Value>, comment: bool| {
+        let mut text = String::new();
+        if comment {
+            let unit = match doc.unit {
+                "-" => String::new(),
+                u => format!(" Unit: {u}."),
+            };
+            let words = format!("{}.{unit} Allowed: {}.", doc.meaning, doc.allowed);
+            // Backticks mark code in the Markdown docs, and `\|` a bar in their tables; in a
+            // comment they are noise.
+            text += &wrap_comment(&words.replace('`', "").replace("\\|", "|"));
+        }
+        match value {
+            Some(value) => text + &format!("{name} = {}\n", value_text(value)),
+            None if comment => text + &format!("# {name} = (unset)\n"),
+            None => text,
+        }
+    };
+    for keys in sections(keys) {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let sec = keys[0].parts().0;
+        if sec == "boundary" {
+            for (p, (patch, values)) in patches_in_order(&table).into_iter().enumerate() {
+                if p > 0 {
+                    out.push('\n');
+                }
+                out += &format!("[boundary.{patch}]\n");
+                for doc in keys {
+                    let name = doc.parts().1.trim_start_matches("<patch>.");
+                    if let Some(value) = values.get(name) {
+                        out += &line(doc, name, Some(value), comments && p == 0);
+                    }
+                }
+            }
+            continue;
+        }
+        out += &format!("[{sec}]\n");
+        for doc in keys.iter().filter(|d| include(d)) {
+            let name = doc.parts().1;
+            out += &line(doc, name, table[sec].get(name), comments);
+        }
+    }
+    out
+}
+
+/// The serialised patches of `table`, box sides first in [`PATCHES`] order.
+fn patches_in_order(table: &toml::Table) -> Vec<(&String, &toml::Table)> {
+    let mut patches: Vec<_> = table["boundary"]
+        .as_table()
+        .expect("the boundary is a table")
+        .iter()
+        .map(|(name, values)| (name, values.as_table().expect("a patch is a table")))
+        .collect();
+    patches.sort_by_key(|(name, _)| PATCHES.iter().position(|p| p == name));
+    patches
+}
+
 /// A parse error of `text`, located at its line and key.
-fn syntax_error(text: &str, origin: &str, e: &toml::de::Error) -> CaseError {
+pub(crate) fn syntax_error(text: &str, origin: &str, e: &toml::de::Error) -> CaseError {
     let at = e.span().map(|s| s.start);
     let line = at.map(|o| line_of(text, o));
     let mut message = e.message().trim().to_string();
@@ -810,6 +895,14 @@ impl Case {
         } else {
             let case: Case = toml::from_str(text).map_err(|e| syntax_error(text, origin, &e))?;
             case.check_model_keys(text, origin)?;
+            if case.case.solver != SolverKind::Structured {
+                return Err(CaseError {
+                    origin: origin.into(),
+                    line: key_line(text, "case.solver"),
+                    key: Some("case.solver".into()),
+                    message: "a finite-element case, not one of the structured solver".into(),
+                });
+            }
             case
         };
         case.complete_boundary();
@@ -890,69 +983,10 @@ impl Case {
     /// Every key of [`KEYS`] in order (the model's physics keys, a table per patch), its
     /// section headers, and with `comments` its doc (for the first patch only).
     fn render(&self, comments: bool) -> String {
-        let table = toml::Table::try_from(self).expect("a case always serialises");
-        let mut out = String::new();
-        // A key left unset (`None`: the backend or the relaxation decides) is shown commented
-        // out where comments are wanted, and left out otherwise.
-        let line = |doc: &KeyDoc, name: &str, value: Option<&toml::Value>, comment: bool| {
-            let mut text = String::new();
-            if comment {
-                let unit = match doc.unit {
-                    "-" => String::new(),
-                    u => format!(" Unit: {u}."),
-                };
-                let words = format!("{}.{unit} Allowed: {}.", doc.meaning, doc.allowed);
-                // Backticks mark code in the Markdown docs; in a comment they are noise.
-                text += &wrap_comment(&words.replace('`', ""));
-            }
-            match value {
-                Some(value) => text + &format!("{name} = {}\n", value_text(value)),
-                None if comment => text + &format!("# {name} = (unset)\n"),
-                None => text,
-            }
-        };
-        for keys in key_sections() {
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            let sec = keys[0].parts().0;
-            if sec == "boundary" {
-                for (p, (patch, values)) in self.patches_in_order(&table).into_iter().enumerate() {
-                    if p > 0 {
-                        out.push('\n');
-                    }
-                    out += &format!("[boundary.{patch}]\n");
-                    for doc in keys {
-                        let name = doc.parts().1.trim_start_matches("<patch>.");
-                        if let Some(value) = values.get(name) {
-                            out += &line(doc, name, Some(value), comments && p == 0);
-                        }
-                    }
-                }
-                continue;
-            }
-            out += &format!("[{sec}]\n");
-            for doc in keys {
-                if doc.model.is_some_and(|m| m != self.physics.model) {
-                    continue;
-                }
-                let name = doc.parts().1;
-                out += &line(doc, name, table[sec].get(name), comments);
-            }
-        }
-        out
-    }
-
-    /// The serialised patches, box sides first in [`PATCHES`] order.
-    fn patches_in_order<'t>(&self, table: &'t toml::Table) -> Vec<(&'t String, &'t toml::Table)> {
-        let mut patches: Vec<_> = table["boundary"]
-            .as_table()
-            .expect("the boundary is a table")
-            .iter()
-            .map(|(name, values)| (name, values.as_table().expect("a patch is a table")))
-            .collect();
-        patches.sort_by_key(|(name, _)| PATCHES.iter().position(|p| p == name));
-        patches
+        let model = self.physics.model;
+        render(self, &KEYS, comments, |doc| {
+            doc.model.is_none_or(|m| m == model)
+        })
     }
 
     /// Nodes per axis as a 3-array (axis 2 = 1 in 2D).

@@ -175,6 +175,7 @@ impl CaseV1 {
             case: CaseInfo {
                 name: self.case.name,
                 description: self.case.description,
+                ..CaseInfo::default()
             },
             mesh: MeshSpec {
                 kind: MeshKind::Box,

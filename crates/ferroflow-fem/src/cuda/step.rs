@@ -430,6 +430,8 @@ impl CudaFractional {
         Ok(StepReport {
             pressure,
             divergence: (sum / n as f64).sqrt(),
+            // Not measured on the device (one more product and reduction per step).
+            continuity: f64::NAN,
         })
     }
 

@@ -1,0 +1,632 @@
+//! `ferroflow run` and `ferroflow check` of a finite-element case (`case.solver =
+//! "finite-element"`): the fractional-step solver of `ferroflow-fem` stepped in time on the
+//! case's tetrahedral mesh, with the structured runs' output directory (staging, lock,
+//! atomic files, commit), progress, signals and checkpoints. Results: `fields.vtu` (nodal
+//! velocity and pressure), snapshots `fields_<step>.vtu` in `fields.pvd`, `summary.json`,
+//! `residuals.csv` (per step: time, Δt, rates, divergence, CG iterations and residual),
+//! `run.log`, `case.resolved.toml`, `checkpoint.ffcp`.
+use crate::backends::{cores, cpu_threads};
+use crate::check::output_state_of;
+use crate::input::{dir_name, problem_keys_of, with_overrides, Override, Source};
+use crate::progress::{Mode, Reporter, Work};
+use crate::results::{self, OutputDir, CASE_FILE, LOG_FILE, SUMMARY};
+use crate::run::{log_header, read_checkpoint, value_name, Restart, RunArgs};
+use crate::signals::Interrupt;
+use crate::world::World;
+use crate::Failure;
+use ferroflow_cases::case::key_line;
+use ferroflow_cases::case::{BackendKind, BackendSpec, Precision};
+use ferroflow_cases::fem::{
+    CgSummary, FemCase, FemMeshKind, FemSetup, FemStatus, FemSummary, MeshSize, PatchForce,
+    SolverKind, StepResiduals,
+};
+use ferroflow_cases::CaseError;
+use ferroflow_core::{Points, Snapshot};
+use ferroflow_io::table::write_json;
+use ferroflow_mesh::vtu::{self, Field};
+use ferroflow_solver::checkpoint;
+use ferroflow_solver::simulation::{HistoryRow, DIVERGENCE_FACTOR};
+use ferroflow_solver::{write_residuals, Simulation, StopCriteria};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The columns of `residuals.csv` after `iteration` (the step): one row per step.
+const COLUMNS: [&str; 8] = [
+    "time",
+    "dt",
+    "velocity_rate",
+    "pressure_rate",
+    "divergence",
+    "continuity",
+    "cg_iterations",
+    "cg_residual",
+];
+
+/// What the progress line shows of a step.
+const SHOWN: [&str; 2] = ["du/dt", "dp/dt"];
+
+/// Variables of a checkpoint: u, v, w, p at the nodes.
+const STATE_VARS: usize = 4;
+
+/// Whether the arguments name a finite-element case: the case given, or without one the
+/// case recorded beside the checkpoint of `--restart`.
+pub fn is_fem(args: &RunArgs) -> Result<bool, Failure> {
+    if let Some(case) = &args.case {
+        return Ok(Source::read(case)?.solver()? == SolverKind::FiniteElement);
+    }
+    let Some(restart) = &args.restart else {
+        return Ok(false);
+    };
+    let file = match restart.is_dir() {
+        true => results::checkpoint_in(restart),
+        false => restart.clone(),
+    };
+    let record = file.parent().unwrap_or(Path::new(".")).join(CASE_FILE);
+    let Ok(text) = std::fs::read_to_string(&record) else {
+        return Ok(false);
+    };
+    let origin = record.display().to_string();
+    let source = Source {
+        text,
+        origin,
+        dir: None,
+    };
+    Ok(source.solver()? == SolverKind::FiniteElement)
+}
+
+/// A finite-element run, checked.
+struct FemJob {
+    case: FemCase,
+    /// The case's text and where it came from, for messages.
+    source: Source,
+    /// The resolved case as TOML.
+    resolved: String,
+    overrides: Vec<Override>,
+    out: PathBuf,
+    overwrite: bool,
+    restart: Option<Restart>,
+    quiet: bool,
+    threads: usize,
+    /// When this invocation started.
+    started: Instant,
+}
+
+impl FemJob {
+    /// The job the arguments describe; nothing is written.
+    fn new(args: RunArgs, world: &World) -> Result<FemJob, Failure> {
+        let started = Instant::now();
+        if args.backend == Some(BackendKind::Cuda) {
+            return Err(Failure::input(
+                "--backend cuda: the finite-element solver runs on the CPU",
+            ));
+        }
+        if !args.blocks.is_empty() {
+            return Err(Failure::input(
+                "--blocks: a finite-element case runs as one piece",
+            ));
+        }
+        let restart = args.restart.as_deref().map(read_checkpoint).transpose()?;
+        let source = match (&args.case, &restart) {
+            (Some(case), _) => Source::read(case)?,
+            (None, Some(r)) => Source {
+                text: r.checkpoint.case_toml.clone(),
+                origin: r.file.display().to_string(),
+                dir: None,
+            },
+            (None, None) => unreachable!("is_fem found a case"),
+        };
+        let mut overrides = args.set;
+        let flags = [
+            ("backend.precision", args.precision.map(value_name)),
+            ("backend.threads", args.threads.map(|t| t.to_string())),
+        ];
+        for (key, value) in flags {
+            if let Some(value) = value {
+                overrides.push(Override {
+                    key: key.into(),
+                    value,
+                });
+            }
+        }
+        let base = FemCase::from_toml(&source.text, &source.origin).map_err(Failure::input)?;
+        let mut case = with_overrides(&source.text, &overrides, |t| FemCase::from_toml(t, ""))?
+            .unwrap_or_else(|| base.clone());
+        if case.backend.precision == Precision::F32 {
+            return Err(Failure::input(format!(
+                "{}: backend.precision = \"f32\": the finite-element solver computes in f64 \
+                 only (its operators, pressure solve and checkpoints are f64)",
+                source.origin
+            )));
+        }
+        let spec = BackendSpec {
+            threads: case.backend.threads,
+            ..BackendSpec::default()
+        };
+        let invalid = |e| Failure::input(format!("{}: {e}", source.origin));
+        let threads = cpu_threads(&spec, world).map_err(invalid)?;
+        if let Some(dir) = &source.dir {
+            case.resolve_mesh_file(dir);
+        }
+        let resolved = case.to_toml();
+        let keys = problem_keys_of(&resolved);
+        let out = match (args.out, &restart) {
+            (Some(out), _) => out,
+            (None, Some(r)) => results::output_dir_of(&r.file),
+            (None, None) => {
+                let base_keys = problem_keys_of(&base.to_toml());
+                Path::new("ferroflow-out").join(dir_name(&case.case.name, &base_keys, &keys))
+            }
+        };
+        results::check_usable(&out, &keys, args.overwrite)?;
+        Ok(FemJob {
+            case,
+            source,
+            resolved,
+            overrides,
+            out,
+            overwrite: args.overwrite,
+            restart,
+            quiet: args.quiet,
+            threads,
+            started,
+        })
+    }
+
+    /// The mesh and the solver at the start (or at the checkpoint's state); errors name the
+    /// key at fault.
+    fn setup(&self) -> Result<FemSetup, Failure> {
+        let case = &self.case;
+        let invalid = |key: &str, message: String| {
+            let (origin, text) = (&self.source.origin, &self.source.text);
+            Failure::input(CaseError {
+                origin: origin.clone(),
+                line: key_line(text, key),
+                key: Some(key.into()),
+                message,
+            })
+        };
+        let mesh = case.mesh().map_err(|e| {
+            let key = match case.mesh.kind {
+                FemMeshKind::Gmsh => "mesh.file",
+                FemMeshKind::TetBox => "mesh.cells",
+            };
+            invalid(key, e.to_string())
+        })?;
+        let mut setup = case.setup(mesh).map_err(|(key, e)| invalid(&key, e))?;
+        if let Some(Restart { file, checkpoint }) = &self.restart {
+            let bad = |e| Failure::input(format!("--restart {}: {e}", file.display()));
+            let state = checkpoint
+                .state::<f64>(state_points(&setup), STATE_VARS)
+                .map_err(bad)?;
+            let s = &mut setup.solver;
+            for (i, u) in s.u.iter_mut().enumerate() {
+                *u = [0, 1, 2].map(|c| state.vars[c][i]);
+            }
+            s.p.clone_from(&state.vars[3]);
+        }
+        Ok(setup)
+    }
+}
+
+/// The points of a checkpoint of the state: the mesh's nodes in order, stored as a grid of
+/// one row (the format holds values per point in order, which is all a mesh's state needs).
+fn state_points(setup: &FemSetup) -> Points {
+    Points::grid(2, [setup.mesh.nodes.len(), 1, 1])
+}
+
+/// `ferroflow run` of a finite-element case.
+pub fn run(args: RunArgs) -> Result<(), Failure> {
+    let world = World::alone();
+    let interrupt = Interrupt::install(true).map_err(Failure::runtime)?;
+    let job = FemJob::new(args, &world)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(job.threads)
+        .build()
+        .map_err(Failure::runtime)?;
+    pool.install(|| FemRun::start(&job, interrupt)?.iterate())
+}
+
+/// `ferroflow check` of a finite-element case: the case resolved, the mesh built and the
+/// solver set up (which checks the patches and the mesh), nothing stepped or written.
+pub fn check(args: RunArgs) -> Result<(), Failure> {
+    let world = World::alone();
+    let job = FemJob::new(args, &world)?;
+    let setup = job.setup()?;
+    let (case, ops) = (&job.case, setup.solver.operators());
+    println!(
+        "case {} (finite elements), {} nodes, {} tetrahedra, {} edges, f64",
+        case.case.name,
+        ops.nodes(),
+        setup.mesh.cells.len(),
+        ops.columns.len() / 2
+    );
+    println!("patches: {}", setup.mesh.patches.join(", "));
+    let n = &case.numerics;
+    let stop = match n.steady_tolerance {
+        Some(t) => format!("steady below {t:e}, or"),
+        None => "at".into(),
+    };
+    println!(
+        "stop: {stop} t = {}, at most {} steps; stable time step now {:.4e} s",
+        n.end_time,
+        n.max_steps,
+        setup.solver.time_step()
+    );
+    println!("cpu: {} threads ({} cores)", job.threads, cores());
+    println!(
+        "output: {}",
+        output_state_of(&job.out, job.restart.is_some())
+    );
+    println!("ok: nothing was run or written");
+    Ok(())
+}
+
+/// A finite-element run in progress.
+struct FemRun<'a> {
+    job: &'a FemJob,
+    setup: FemSetup,
+    sim: Simulation,
+    /// Time reached.
+    time: f64,
+    /// Wall time of the steps, earlier runs of a restarted one included.
+    wall_seconds: f64,
+    out: OutputDir,
+    report: Reporter,
+    interrupt: Interrupt,
+}
+
+impl<'a> FemRun<'a> {
+    /// Sets the run up, then opens the output directory: nothing is written before the case,
+    /// the mesh and the checkpoint are found valid.
+    fn start(job: &'a FemJob, interrupt: Interrupt) -> Result<FemRun<'a>, Failure> {
+        let setup = job.setup()?;
+        let n = &job.case.numerics;
+        let stop = StopCriteria {
+            tolerance: n.steady_tolerance.unwrap_or(0.0),
+            max_iterations: n.max_steps,
+            check_interval: 1,
+            stall_checks: 0,
+        };
+        let (sim, wall_seconds) = match &job.restart {
+            Some(r) => (r.checkpoint.simulation(stop), r.checkpoint.wall_seconds),
+            None => (Simulation::new(stop), 0.0),
+        };
+        // The time is the last step's (every step has its row).
+        let time = sim.history.last().map_or(0.0, |row| row.relative[0]);
+        let keys = problem_keys_of(&job.resolved);
+        let out = OutputDir::open(&job.out, &keys, job.overwrite, job.restart.as_ref())?;
+        ferroflow_io::file::write(&out.join(CASE_FILE), &job.resolved).map_err(Failure::runtime)?;
+        let log = out.join(LOG_FILE);
+        let work = Work {
+            names: &SHOWN,
+            nodes: setup.mesh.nodes.len(),
+            tolerance: n.steady_tolerance.unwrap_or(f64::MIN_POSITIVE),
+            max_iterations: n.max_steps,
+            start_iteration: sim.iteration,
+        };
+        let mut report = Reporter::new(Mode::detect(job.quiet), &log, job.restart.is_some(), work)
+            .map_err(|e| Failure::runtime(ferroflow_io::file::naming(&log, e)))?;
+        let backend = format!("cpu, {} threads, finite elements", job.threads);
+        log_header(&mut report, job.restart.as_ref(), &backend, &job.resolved);
+        report.note(&format!(
+            "{}: {} nodes, {} tetrahedra, f64, {backend}; output in {}",
+            job.case.case.name,
+            setup.mesh.nodes.len(),
+            setup.mesh.cells.len(),
+            job.out.display()
+        ));
+        Ok(FemRun {
+            job,
+            setup,
+            sim,
+            time,
+            wall_seconds,
+            out,
+            report,
+            interrupt,
+        })
+    }
+
+    /// Steps until a steady state, the end time, the step limit, divergence or a signal,
+    /// then writes the results.
+    fn iterate(mut self) -> Result<(), Failure> {
+        let (case, start) = (&self.job.case, Instant::now());
+        let n = &case.numerics;
+        let earlier = self.wall_seconds;
+        let speed = self.speed_scale();
+        let status = loop {
+            if let Some(status) = self.stopped() {
+                break status;
+            }
+            let (u0, p0) = (self.setup.solver.u.clone(), self.setup.solver.p.clone());
+            let solver = &self.setup.solver;
+            let mut dt = solver.local_time_steps();
+            let smallest = dt.iter().copied().fold(f64::INFINITY, f64::min);
+            // Equal steps that land on the end time, none above the stable one (time-accurate
+            // runs); local time steps advance the time by the smallest.
+            let step = match n.local_time_steps {
+                true => smallest,
+                false => {
+                    let left = n.end_time - self.time;
+                    let dt = left / (left / smallest).ceil();
+                    dt.max(f64::MIN_POSITIVE)
+                }
+            };
+            if !n.local_time_steps {
+                dt.iter_mut().for_each(|d| *d = step);
+            }
+            let held = &self.setup.boundary;
+            let boundary = |i: usize, t: f64| held.velocity(i, t);
+            let solver = &mut self.setup.solver;
+            let report = solver.advance(&dt, step, self.time, &boundary);
+            let (rate, pressure_rate) = solver.rates(&u0, &p0, &dt);
+            self.time += step;
+            self.sim.iteration += 1;
+            let row = [
+                self.time,
+                step,
+                rate,
+                pressure_rate,
+                report.divergence,
+                report.continuity,
+                report.pressure.iterations as f64,
+                report.pressure.relative_residual,
+            ];
+            self.sim.history.push(HistoryRow {
+                iteration: self.sim.iteration,
+                relative: row.to_vec(),
+            });
+            self.wall_seconds = earlier + start.elapsed().as_secs_f64();
+            if let Some(why) = self.diverged(speed) {
+                return Err(self.fail_diverged(&why));
+            }
+            self.report
+                .update(self.sim.iteration, &[rate, pressure_rate]);
+            let step_no = self.sim.iteration;
+            let o = &case.output;
+            if o.field_interval > 0
+                && step_no.is_multiple_of(o.field_interval)
+                && self.stopped().is_none()
+            {
+                let name = format!("{}.vtu", results::snapshot_pieces(step_no));
+                self.write_fields(&name).map_err(Failure::runtime)?;
+                (self.out.add_snapshot(step_no, name)).map_err(Failure::runtime)?;
+            }
+            if o.checkpoint_interval > 0 && step_no.is_multiple_of(o.checkpoint_interval) {
+                self.checkpoint()?;
+            }
+        };
+        self.finish(status)
+    }
+
+    /// Why the run stops before its next step, if it does.
+    fn stopped(&self) -> Option<FemStatus> {
+        let n = &self.job.case.numerics;
+        let last = self.sim.history.last().map(|row| &row.relative);
+        if let (Some(tolerance), Some(row)) = (n.steady_tolerance, last) {
+            if row[2].max(row[3]) < tolerance {
+                return Some(FemStatus::Steady);
+            }
+        }
+        // Equal steps add up to the end time within rounding.
+        if n.end_time - self.time <= 1e-12 * n.end_time {
+            return Some(FemStatus::EndTime);
+        }
+        if self.sim.iteration >= n.max_steps {
+            return Some(FemStatus::MaxSteps);
+        }
+        self.interrupt.requested().then_some(FemStatus::Interrupted)
+    }
+
+    /// The speed the state is measured against for divergence: the largest of the state's
+    /// and the held nodes' now, or 1 where all are at rest.
+    fn speed_scale(&self) -> f64 {
+        let (b, s) = (&self.setup.boundary, &self.setup.solver);
+        let speed = |v: [f64; 3]| (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+        let fastest = (0..s.u.len())
+            .map(|i| speed(s.u[i]).max(speed(b.velocity(i, self.time))))
+            .fold(0.0, f64::max);
+        if fastest > 0.0 {
+            fastest
+        } else {
+            1.0
+        }
+    }
+
+    /// Why the state after the last step is not usable, if it is not: a non-finite value, or
+    /// a velocity [`DIVERGENCE_FACTOR`] times `speed`.
+    fn diverged(&self, speed: f64) -> Option<String> {
+        let s = &self.setup.solver;
+        let step = self.sim.iteration;
+        let bad = |x: f64| !x.is_finite();
+        if let Some(i) = (0..s.p.len()).find(|&i| s.u[i].iter().any(|&c| bad(c)) || bad(s.p[i])) {
+            return Some(format!("diverged at step {step}: not finite at node {i}"));
+        }
+        let fastest =
+            s.u.iter()
+                .map(|v| v.iter().map(|c| c.abs()).fold(0.0, f64::max));
+        let fastest = fastest.fold(0.0, f64::max);
+        (fastest > DIVERGENCE_FACTOR * speed).then(|| {
+            format!(
+                "diverged at step {step}: |u| reached {fastest:.3e}, {DIVERGENCE_FACTOR:e} times \
+                 the fastest initial or boundary speed"
+            )
+        })
+    }
+
+    /// Writes the nodal velocity and pressure as `name` in the staging directory.
+    fn write_fields(&self, name: &str) -> std::io::Result<()> {
+        let s = &self.setup.solver;
+        let velocity: Vec<f64> = s.u.iter().flatten().copied().collect();
+        let fields = [
+            Field {
+                name: "velocity",
+                components: 3,
+                values: &velocity,
+            },
+            Field {
+                name: "pressure",
+                components: 1,
+                values: &s.p,
+            },
+        ];
+        let compress = self.job.case.output.compress;
+        vtu::write(
+            &self.out.join(name),
+            &self.setup.mesh,
+            &fields,
+            &[],
+            compress,
+        )
+    }
+
+    /// Writes the checkpoint of the state after the last step, atomically.
+    fn checkpoint(&self) -> Result<(), Failure> {
+        let s = &self.setup.solver;
+        let mut vars: Vec<Vec<f64>> = (0..3).map(|c| s.u.iter().map(|v| v[c]).collect()).collect();
+        vars.push(s.p.clone());
+        let state = Snapshot {
+            points: state_points(&self.setup),
+            vars,
+        };
+        let path = self.out.join(checkpoint::FILE_NAME);
+        checkpoint::save(
+            &path,
+            &self.job.resolved,
+            &self.sim,
+            self.wall_seconds,
+            &state,
+        )
+        .map_err(Failure::runtime)
+    }
+
+    /// The summary of the run so far, ended with `status`.
+    fn summary(&self, status: FemStatus) -> FemSummary {
+        let (case, s) = (&self.job.case, &self.setup.solver);
+        let last = self.sim.history.last().map(|r| r.relative.as_slice());
+        let last = last.unwrap_or(&[f64::NAN; COLUMNS.len()]);
+        let steps = self.sim.history.len().max(1) as f64;
+        let cg: f64 = self.sim.history.iter().map(|r| r.relative[6]).sum();
+        let nodes = self.setup.mesh.nodes.len();
+        let rho = case.physics.density;
+        let o = &case.output;
+        let scale = 2.0 / (rho * o.reference_velocity.powi(2) * o.reference_area);
+        let forces = (self.setup.forces(rho * case.physics.viscosity).into_iter())
+            .map(|(patch, force)| PatchForce {
+                patch,
+                force,
+                coefficients: force.map(|f| f * scale),
+            })
+            .collect();
+        FemSummary {
+            case: case.case.name.clone(),
+            solver: SolverKind::FiniteElement,
+            physics: case.physics.clone(),
+            overrides: self.job.overrides.iter().map(Override::to_string).collect(),
+            mesh: MeshSize {
+                nodes,
+                tetrahedra: self.setup.mesh.cells.len(),
+                edges: s.operators().columns.len() / 2,
+            },
+            precision: "f64".into(),
+            backend: "cpu".into(),
+            steps: self.sim.iteration,
+            time: self.time,
+            converged: status == FemStatus::Steady,
+            status,
+            residuals: StepResiduals {
+                velocity_rate: last[2],
+                pressure_rate: last[3],
+                divergence: last[4],
+                continuity: last[5],
+            },
+            cg: CgSummary {
+                iterations_per_step: cg / steps,
+                last_iterations: last[6] as usize,
+                last_relative_residual: last[7],
+            },
+            wall_seconds: self.wall_seconds,
+            total_wall_seconds: self.job.started.elapsed().as_secs_f64(),
+            node_updates_per_second: nodes as f64 * self.sim.iteration as f64 / self.wall_seconds,
+            forces,
+            exact_errors: self.setup.exact_errors(self.time),
+        }
+    }
+
+    /// Writes the summary and the history into the staging directory.
+    fn write_record(&self, status: FemStatus) -> Result<FemSummary, Failure> {
+        let summary = self.summary(status);
+        let history = &self.sim.history;
+        write_residuals(&self.out.join("residuals.csv"), &COLUMNS, history)
+            .and_then(|()| write_json(&self.out.join(SUMMARY), &summary))
+            .map_err(Failure::runtime)?;
+        Ok(summary)
+    }
+
+    /// Ends a run whose state diverged: its summary and history in the staging directory, no
+    /// fields, the last checkpoint kept, the results in the output directory unchanged; exit
+    /// code 3.
+    fn fail_diverged(mut self, why: &str) -> Failure {
+        self.report.finish();
+        if let Err(e) = self.write_record(FemStatus::Diverged) {
+            return e;
+        }
+        let staging = self.job.out.join(results::STAGING);
+        let message = format!(
+            "{why}; no fields written, the results in {} are unchanged; this run's summary is \
+             in {}",
+            self.job.out.display(),
+            staging.display()
+        );
+        self.report.log(&message);
+        Failure::diverged(message)
+    }
+
+    /// Writes the results and the checkpoint; a run that ends by itself replaces the results
+    /// in the output directory, an interrupted one leaves its own in the staging directory
+    /// and fails with exit code 130.
+    fn finish(mut self, status: FemStatus) -> Result<(), Failure> {
+        self.report.finish();
+        self.checkpoint()?;
+        self.write_fields("fields.vtu").map_err(Failure::runtime)?;
+        (self.out.add_final(self.sim.iteration, "fields.vtu")).map_err(Failure::runtime)?;
+        let summary = self.write_record(status)?;
+        let out = &self.job.out;
+        let staging = out.join(results::STAGING);
+        let interrupted = status == FemStatus::Interrupted;
+        let verdict = match status {
+            FemStatus::Steady => "steady",
+            FemStatus::EndTime => "reached the end time",
+            FemStatus::MaxSteps => "NOT steady (step limit)",
+            FemStatus::Interrupted | FemStatus::Diverged => "stopped",
+        };
+        self.report.note(&format!(
+            "{verdict} after {} steps, t = {:.6} ({:.2} s, {:.1} CG iterations per step); \
+             results in {}",
+            summary.steps,
+            summary.time,
+            summary.wall_seconds,
+            summary.cg.iterations_per_step,
+            if interrupted { &staging } else { out }.display()
+        ));
+        for f in &summary.forces {
+            self.report.note(&format!(
+                "  force on {}: {:?} N, coefficients {:?}",
+                f.patch, f.force, f.coefficients
+            ));
+        }
+        if interrupted {
+            let message = format!(
+                "stopped at step {}; its results and checkpoint are in {}, the results in {} \
+                 are unchanged; continue with: ferroflow run --restart {}",
+                self.sim.iteration,
+                staging.display(),
+                out.display(),
+                out.display()
+            );
+            self.report.log(&message);
+            return Err(Failure::interrupted(message));
+        }
+        self.out.commit().map_err(Failure::runtime)
+    }
+}

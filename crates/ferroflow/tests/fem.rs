@@ -1,0 +1,317 @@
+//! `ferroflow run` and `check` of finite-element cases: the files of a run on a tiny
+//! tetrahedral cube, the bitwise restart, divergence, Ctrl-C, and input errors that name the
+//! key, the value or the file.
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+use tempfile::TempDir;
+
+mod common;
+use common::{assert_same_files, ferroflow, spawn, stderr_of, summary, wait_exit, wait_for};
+
+/// `run cube-fe-re100` on 4³ hexahedra (125 nodes) with `extra` arguments, quietly.
+fn tiny_cube<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["run", "cube-fe-re100", "-q", "--set", "mesh.cells=[4,4,4]"];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn a_tiny_cube_writes_its_results_and_a_restart_ends_bitwise_as_one_run() {
+    let tmp = TempDir::new().unwrap();
+    let (whole, halves) = (tmp.path().join("whole"), tmp.path().join("halves"));
+    let snapshots = ["--set", "output.field_interval=4"];
+    let steps = |n: &'static str| ["--set", n];
+    let run = |extra: &[&str]| {
+        ferroflow(tmp.path())
+            .args(tiny_cube(extra))
+            .assert()
+            .success()
+    };
+    run(&[
+        &snapshots[..],
+        &steps("numerics.max_steps=12"),
+        &["--out", "whole"],
+    ]
+    .concat());
+    let s = summary(&whole);
+    assert_eq!(s["case"], "cube-fe-re100");
+    assert_eq!(s["solver"], "finite-element");
+    assert_eq!(
+        (s["steps"].as_u64(), s["status"].as_str()),
+        (Some(12), Some("max-steps"))
+    );
+    assert_eq!(s["mesh"]["nodes"], 125);
+    assert_eq!(s["mesh"]["tetrahedra"], 6 * 64);
+    assert!((s["time"].as_f64().unwrap() - 0.12).abs() < 1e-12, "{s}");
+    assert!(s["cg"]["iterations_per_step"].as_f64().unwrap() > 1.0);
+    let continuity = s["residuals"]["continuity"].as_f64().unwrap();
+    assert!(continuity > 0.0 && continuity < s["residuals"]["divergence"].as_f64().unwrap());
+    for file in [
+        "fields.vtu",
+        "fields_00000004.vtu",
+        "checkpoint.ffcp",
+        "run.log",
+    ] {
+        assert!(whole.join(file).is_file(), "{file}");
+    }
+    let pvd = fs::read_to_string(whole.join("fields.pvd")).unwrap();
+    for file in ["fields_00000004.vtu", "fields_00000008.vtu", "fields.vtu"] {
+        assert!(pvd.contains(&format!("file=\"{file}\"")), "{pvd}");
+    }
+    let csv = fs::read_to_string(whole.join("residuals.csv")).unwrap();
+    assert!(csv.starts_with("iteration,time,dt,velocity_rate,pressure_rate,divergence"));
+    assert_eq!(csv.lines().count(), 13);
+    // The XML header before the binary arrays.
+    let vtu = String::from_utf8_lossy(&fs::read(whole.join("fields.vtu")).unwrap()).into_owned();
+    assert!(vtu.contains("Name=\"velocity\"") && vtu.contains("Name=\"pressure\""));
+
+    // Six steps, then six more from the checkpoint: the same bits as twelve at once.
+    run(&[
+        &snapshots[..],
+        &steps("numerics.max_steps=6"),
+        &["--out", "halves"],
+    ]
+    .concat());
+    assert_eq!(summary(&halves)["steps"], 6);
+    ferroflow(tmp.path())
+        .args([
+            "run",
+            "-q",
+            "--restart",
+            "halves",
+            "--set",
+            "numerics.max_steps=12",
+        ])
+        .assert()
+        .success();
+    assert_same_files(
+        &whole,
+        &halves,
+        [
+            "fields.vtu",
+            "fields_00000004.vtu",
+            "fields_00000008.vtu",
+            "fields.pvd",
+        ],
+    );
+    assert_same_files(&whole, &halves, ["residuals.csv"]);
+}
+
+#[test]
+fn a_diverging_run_exits_3_and_keeps_the_earlier_results() {
+    let tmp = TempDir::new().unwrap();
+    let out = tmp.path().join("out");
+    ferroflow(tmp.path())
+        .args(tiny_cube(&[
+            "--set",
+            "numerics.max_steps=2",
+            "--out",
+            "out",
+        ]))
+        .assert()
+        .success();
+    let before = fs::read(out.join("fields.vtu")).unwrap();
+    // Steps far above the stable one.
+    let unstable = [
+        "--set",
+        "numerics.cfl=40",
+        "--set",
+        "numerics.dt_max=10",
+        "--out",
+        "out",
+    ];
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args(tiny_cube(&unstable)));
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("diverged at step"), "{err}");
+    assert_eq!(fs::read(out.join("fields.vtu")).unwrap(), before);
+    let partial = out.join("partial");
+    assert_eq!(summary(&partial)["status"], "diverged");
+    assert!(!partial.join("fields.vtu").exists());
+}
+
+#[test]
+fn ctrl_c_writes_a_checkpoint_and_exits_130() {
+    let tmp = TempDir::new().unwrap();
+    let out = tmp.path().join("out");
+    let long = [
+        "run",
+        "cube-fe-re100",
+        "-q",
+        "--set",
+        "mesh.cells=[6,6,6]",
+        "--set",
+        "output.checkpoint_interval=20",
+        "--set",
+        "numerics.steady_tolerance=1e-14",
+        "--set",
+        "numerics.end_time=1000",
+        "--out",
+        "out",
+    ];
+    let mut child = spawn(tmp.path(), &long);
+    let partial = out.join("partial");
+    wait_for(&partial.join("checkpoint.ffcp"), Duration::from_secs(60));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    assert_eq!(
+        wait_exit(&mut child, Duration::from_secs(30), "SIGINT").code(),
+        Some(130)
+    );
+    let s = summary(&partial);
+    assert_eq!(s["status"], "interrupted");
+    assert!(partial.join("fields.vtu").exists() && !out.join("summary.json").exists());
+    // It continues from there (one more step).
+    let steps = s["steps"].as_u64().unwrap() + 1;
+    let limit = format!("numerics.max_steps={steps}");
+    ferroflow(tmp.path())
+        .args(["run", "-q", "--restart", "out", "--set", &limit])
+        .assert()
+        .success();
+    assert_eq!(summary(&out)["steps"].as_u64(), Some(steps));
+}
+
+/// Writes a finite-element case file `name` in `dir` with the lines `body` after `[case]`.
+fn case_file(dir: &Path, name: &str, body: &str) {
+    let text = format!("[case]\nname = \"mine\"\nsolver = \"finite-element\"\n{body}");
+    fs::write(dir.join(name), text).unwrap();
+}
+
+#[test]
+fn bad_keys_values_and_mesh_files_exit_2_naming_them() {
+    let tmp = TempDir::new().unwrap();
+    let dir = tmp.path();
+    case_file(dir, "key.toml", "[mesh]\ncels = [4, 4, 4]\n");
+    case_file(dir, "value.toml", "[physics]\nviscosity = -0.5\n");
+    case_file(dir, "patch.toml", "[boundary.lid]\nkind = \"wall\"\n");
+    case_file(
+        dir,
+        "missing.toml",
+        "[mesh]\nkind = \"gmsh\"\nfile = \"nowhere.msh\"\n",
+    );
+    let expect = [
+        ("key.toml", vec!["key.toml:5", "mesh.cels", "unknown field"]),
+        (
+            "value.toml",
+            vec!["value.toml:5", "physics.viscosity", "-0.5"],
+        ),
+        (
+            "patch.toml",
+            vec!["boundary.lid", "not a patch of the mesh", "ymax"],
+        ),
+        ("missing.toml", vec!["mesh.file", "nowhere.msh"]),
+    ];
+    for (file, words) in expect {
+        for command in ["run", "check"] {
+            let (code, err) = stderr_of(ferroflow(dir).args([command, file]));
+            assert_eq!(code, Some(2), "{command} {file}: {err}");
+            for w in &words {
+                assert!(err.contains(w), "{command} {file}: {err} lacks {w}");
+            }
+        }
+    }
+    let (code, err) = stderr_of(ferroflow(dir).args(tiny_cube(&["--set", "mesh.cell=3"])));
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--set mesh.cell=3") && err.contains("mesh.cell"),
+        "{err}"
+    );
+    let (code, err) = stderr_of(ferroflow(dir).args(tiny_cube(&["--precision", "f32"])));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("f64 only"), "{err}");
+    // Nothing was written for any of them.
+    assert!(!dir.join("ferroflow-out").exists());
+    let (code, out) = {
+        let o = ferroflow(dir)
+            .args(["check", "cube-fe-re100"])
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("4913 nodes") && out.contains("ok: nothing"),
+        "{out}"
+    );
+}
+
+#[test]
+fn finite_element_cases_are_listed_and_shown() {
+    let tmp = TempDir::new().unwrap();
+    let list = ferroflow(tmp.path()).arg("cases").output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout).into_owned();
+    for name in ["cube-fe-re100", "ethier-steinman-fe", "dfg-3d-1z"] {
+        assert!(list.contains(name), "{list}");
+        let shown = ferroflow(tmp.path())
+            .args(["cases", "show", name])
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+        assert!(shown.contains("solver = \"finite-element\""), "{shown}");
+        // What `show` prints is a case file that runs as the built-in one.
+        fs::write(tmp.path().join("shown.toml"), &shown).unwrap();
+        let check = ferroflow(tmp.path())
+            .args(["cases", "show", "shown.toml"])
+            .output();
+        assert!(check.unwrap().status.success());
+    }
+}
+
+#[test]
+fn a_channel_with_inflow_and_outflow_settles_and_reports_wall_forces() {
+    let tmp = TempDir::new().unwrap();
+    let body = "[mesh]\ncells = [6, 3, 3]\nsize = [2.0, 1.0, 1.0]\n[physics]\nviscosity = 0.1\n\
+                [boundary.xmin]\nkind = \"inflow\"\nvelocity = [1.0, 0.0, 0.0]\n\
+                profile = \"parabolic\"\n[boundary.xmax]\nkind = \"outflow\"\n[numerics]\n\
+                local_time_steps = true\nend_time = 50.0\nsteady_tolerance = 1e-6\n[output]\n\
+                forces = [\"ymin\", \"ymax\"]\nreference_velocity = 2.0\nreference_area = 0.5\n";
+    case_file(tmp.path(), "channel.toml", body);
+    ferroflow(tmp.path())
+        .args(["run", "channel.toml", "-q", "--out", "out"])
+        .assert()
+        .success();
+    let s = summary(&tmp.path().join("out"));
+    assert_eq!(s["status"], "steady", "{s}");
+    let force = |f: usize, c: &str, a: usize| s["forces"][f][c][a].as_f64().unwrap();
+    for f in [0, 1] {
+        // The flow drags the walls downstream; 2F / (ρ U² A) = F with U = 2, A = 0.5.
+        assert!(force(f, "force", 0) > 0.0, "{s}");
+        assert_eq!(force(f, "coefficients", 0), force(f, "force", 0));
+    }
+    // The pressure pushes the walls apart.
+    assert!(
+        force(0, "force", 1) < 0.0 && force(1, "force", 1) > 0.0,
+        "{s}"
+    );
+}
+
+#[test]
+fn the_ethier_steinman_case_reports_its_errors_as_the_study_does() {
+    // `ferroflow verify ethier-steinman` on 4³: velocity 1.844e-1, pressure 5.121 (its steps
+    // all of the starting estimate's size, these of each step's own: close, not equal).
+    let tmp = TempDir::new().unwrap();
+    let args = [
+        "run",
+        "ethier-steinman-fe",
+        "-q",
+        "--set",
+        "mesh.cells=[4,4,4]",
+    ];
+    ferroflow(tmp.path())
+        .args(args)
+        .args(["--out", "es"])
+        .assert()
+        .success();
+    let s = summary(&tmp.path().join("es"));
+    assert_eq!(s["status"], "end-time");
+    assert!((s["time"].as_f64().unwrap() - 0.1).abs() < 1e-12, "{s}");
+    let [u, p] = [0, 1].map(|k| s["exact_errors"][k].as_f64().unwrap());
+    assert!((u / 1.844e-1 - 1.0).abs() < 0.05, "{s}");
+    assert!((p / 5.121 - 1.0).abs() < 0.05, "{s}");
+}
