@@ -41,22 +41,7 @@ pub struct Bench {
 impl Bench {
     /// The loops of `mesh`, every patch far field.
     pub fn new(mesh: &Mesh) -> Result<Bench, MeshError> {
-        const FREE: Prim = [1.0, 0.5, 0.2, 0.1, 1.0 / 1.4];
-        let far: Vec<(&str, Boundary)> = (mesh.patches.iter())
-            .map(|p| (p.as_str(), Boundary::FarField(FREE)))
-            .collect();
-        let solver = Solver::new(mesh, Gas::AIR, Limiter::VanAlbada, &far)?;
-        // Waves a few cells long: the limiter works as in a real flow.
-        let u = solver.sample(|x| {
-            let wave = 0.05 * (7.0 * x[0]).sin() * (5.0 * x[1]).cos() * (3.0 * x[2] + 1.0).sin();
-            [
-                FREE[0] + wave,
-                FREE[1] + wave,
-                FREE[2],
-                FREE[3] - wave,
-                FREE[4] + wave,
-            ]
-        });
+        let (solver, u) = flow(mesh)?;
         let r = vec![[0.0; 5]; u.len()];
         let mut out = Bench { solver, u, r };
         out.prepare();
@@ -86,33 +71,59 @@ impl Bench {
 
     /// The counts of [`Self::prepare`], [`Self::face_loop`] and [`Self::gather`].
     pub fn counts(&self) -> [Counts; 3] {
-        let g = self.geometry();
-        let (cells, faces) = (g.cells as f64, g.faces() as f64);
-        let ghosts = (g.faces() - g.internal) as f64;
-        let pairs = g.cell_faces.len() as f64;
-        // Bytes per element: a state (u, prim, r) 40, a gradient 120, a point or normal 24,
-        // an area 8, a face's two sides 8, a cell's offset 8, a face number or patch 4, a
-        // weight 24.
-        [
-            Counts {
-                bytes: cells * (40.0 + 40.0 + 8.0 + 120.0)
-                    + ghosts * (40.0 + 4.0 + 24.0 + 24.0)
-                    + faces * 8.0
-                    + pairs * (4.0 + 24.0),
-                flops: cells * PRIMITIVE_FLOPS + pairs * GRADIENT_FLOPS,
-            },
-            Counts {
-                bytes: faces * (8.0 + 24.0 + 8.0 + 24.0 + 40.0)
-                    + cells * (40.0 + 120.0 + 24.0)
-                    + ghosts * (40.0 + 24.0 + 4.0),
-                flops: faces * FACE_FLOPS,
-            },
-            Counts {
-                bytes: cells * (8.0 + 40.0) + pairs * 4.0 + faces * (8.0 + 40.0),
-                flops: pairs * GATHER_FLOPS,
-            },
-        ]
+        counts(self.geometry())
     }
+}
+
+/// The benchmark's solver on `mesh`, every patch far field, and its smooth flow.
+pub fn flow(mesh: &Mesh) -> Result<(Solver, Vec<Cons>), MeshError> {
+    const FREE: Prim = [1.0, 0.5, 0.2, 0.1, 1.0 / 1.4];
+    let far: Vec<(&str, Boundary)> = (mesh.patches.iter())
+        .map(|p| (p.as_str(), Boundary::FarField(FREE)))
+        .collect();
+    let solver = Solver::new(mesh, Gas::AIR, Limiter::VanAlbada, &far)?;
+    // Waves a few cells long: the limiter works as in a real flow.
+    let u = solver.sample(|x| {
+        let wave = 0.05 * (7.0 * x[0]).sin() * (5.0 * x[1]).cos() * (3.0 * x[2] + 1.0).sin();
+        [
+            FREE[0] + wave,
+            FREE[1] + wave,
+            FREE[2],
+            FREE[3] - wave,
+            FREE[4] + wave,
+        ]
+    });
+    Ok((solver, u))
+}
+
+/// The compulsory traffic and operations of the cell loops before the face loop, the face
+/// loop and the gather on `g`.
+pub fn counts(g: &Geometry) -> [Counts; 3] {
+    let (cells, faces) = (g.cells as f64, g.faces() as f64);
+    let ghosts = (g.faces() - g.internal) as f64;
+    let pairs = g.cell_faces.len() as f64;
+    // Bytes per element: a state (u, prim, r) 40, a gradient 120, a point or normal 24,
+    // an area 8, a face's two sides 8, a cell's offset 8, a face number or patch 4, a
+    // weight 24.
+    [
+        Counts {
+            bytes: cells * (40.0 + 40.0 + 8.0 + 120.0)
+                + ghosts * (40.0 + 4.0 + 24.0 + 24.0)
+                + faces * 8.0
+                + pairs * (4.0 + 24.0),
+            flops: cells * PRIMITIVE_FLOPS + pairs * GRADIENT_FLOPS,
+        },
+        Counts {
+            bytes: faces * (8.0 + 24.0 + 8.0 + 24.0 + 40.0)
+                + cells * (40.0 + 120.0 + 24.0)
+                + ghosts * (40.0 + 24.0 + 4.0),
+            flops: faces * FACE_FLOPS,
+        },
+        Counts {
+            bytes: cells * (8.0 + 40.0) + pairs * 4.0 + faces * (8.0 + 40.0),
+            flops: pairs * GATHER_FLOPS,
+        },
+    ]
 }
 
 #[cfg(test)]

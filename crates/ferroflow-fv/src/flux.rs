@@ -1,50 +1,49 @@
 //! The face kernel's pieces: Roe's flux with Harten's entropy fix ([`roe`]) and the MUSCL
 //! extrapolation of a cell's primitive variables to a face, limited by van Albada's function
 //! or not ([`extrapolate`]).
-use crate::gas::{dot, velocity, Gas, Prim, Vec3};
+use crate::gas::{dot, velocity, Gas};
+use crate::lanes::Lane;
 
 /// Roe's flux per unit area through a face of unit normal `n` (from `l` to `r`):
 /// ½ (F(W_L) + F(W_R) − |Ã| ΔU), the waves written as in seed 004 §1.5. Harten's fix
 /// |λ| → (λ² + δ²)/(2δ) for |λ| < δ = 0.1 (|Ṽ| + c̃) widens the acoustic waves only: they are
-/// the ones that can form an expansion shock at a sonic point.
-#[inline]
-pub fn roe(gas: Gas, l: &Prim, r: &Prim, n: Vec3) -> [f64; 5] {
+/// the ones that can form an expansion shock at a sonic point. Branches are selects, so that
+/// four faces in lanes compute what four single faces do.
+#[inline(always)]
+pub fn roe<T: Lane>(gas: Gas, l: &[T; 5], r: &[T; 5], n: [T; 3]) -> [T; 5] {
     let (fl, fr) = (gas.flux(l, n), gas.flux(r, n));
     let (sl, sr) = (l[0].sqrt(), r[0].sqrt());
-    let inv = 1.0 / (sl + sr);
+    let inv = T::splat(1.0) / (sl + sr);
     let (vl, vr) = (velocity(l), velocity(r));
-    let v: Vec3 = std::array::from_fn(|k| (sl * vl[k] + sr * vr[k]) * inv);
+    let v: [T; 3] = std::array::from_fn(|k| (sl * vl[k] + sr * vr[k]) * inv);
     let h = (sl * gas.enthalpy(l) + sr * gas.enthalpy(r)) * inv;
     let rho = sl * sr;
     let q2 = dot(v, v);
-    let c2 = (gas.gamma - 1.0) * (h - 0.5 * q2);
+    let c2 = T::splat(gas.gamma - 1.0) * (h - T::splat(0.5) * q2);
     let c = c2.sqrt();
     let vn = dot(v, n);
-    let dv: Vec3 = std::array::from_fn(|k| vr[k] - vl[k]);
+    let dv: [T; 3] = std::array::from_fn(|k| vr[k] - vl[k]);
     let (drho, dp, dvn) = (r[0] - l[0], r[4] - l[4], dot(dv, n));
-    let a1 = (dp - rho * c * dvn) / (2.0 * c2);
-    let a5 = (dp + rho * c * dvn) / (2.0 * c2);
+    let a1 = (dp - rho * c * dvn) / (T::splat(2.0) * c2);
+    let a5 = (dp + rho * c * dvn) / (T::splat(2.0) * c2);
     let a2 = drho - dp / c2;
-    let delta = 0.1 * (q2.sqrt() + c);
-    let fix = |lambda: f64| {
+    let delta = T::splat(0.1) * (q2.sqrt() + c);
+    let fix = |lambda: T| {
         let a = lambda.abs();
-        if a < delta {
-            (lambda * lambda + delta * delta) / (2.0 * delta)
-        } else {
-            a
-        }
+        let widened = (lambda * lambda + delta * delta) / (T::splat(2.0) * delta);
+        T::select(a.lt(delta), widened, a)
     };
     let (l1, l2, l5) = (fix(vn - c) * a1, vn.abs(), fix(vn + c) * a5);
-    let mut d = [0.0; 5];
+    let mut d = [T::splat(0.0); 5];
     d[0] = l1 + l2 * a2 + l5;
     for k in 0..3 {
         let shear = dv[k] - dvn * n[k];
         d[k + 1] = l1 * (v[k] - c * n[k]) + l2 * (a2 * v[k] + rho * shear) + l5 * (v[k] + c * n[k]);
     }
     d[4] = l1 * (h - c * vn)
-        + l2 * (a2 * 0.5 * q2 + rho * (dot(v, dv) - vn * dvn))
+        + l2 * (a2 * T::splat(0.5) * q2 + rho * (dot(v, dv) - vn * dvn))
         + l5 * (h + c * vn);
-    std::array::from_fn(|k| 0.5 * (fl[k] + fr[k] - d[k]))
+    std::array::from_fn(|k| T::splat(0.5) * (fl[k] + fr[k] - d[k]))
 }
 
 /// How the extrapolation to faces is limited.
@@ -70,18 +69,16 @@ const EPSILON: f64 = 1e-12;
 /// increment is s(a, b) = (a(b² + ε) + b(a² + ε))/(a² + b² + 2ε), 0 where a and b differ in
 /// sign. Unlimited, (a + b)/2 = ∇q·r: exact for linear fields on any mesh. On a uniform
 /// Cartesian mesh (α = ½, central gradients) it is the classical van Albada MUSCL.
-#[inline]
-pub fn extrapolate(limiter: Limiter, projected: f64, across: f64, alpha: f64) -> f64 {
+#[inline(always)]
+pub fn extrapolate<T: Lane>(limiter: Limiter, projected: T, across: T, alpha: T) -> T {
     match limiter {
         Limiter::None => projected,
         Limiter::VanAlbada => {
             let b = alpha * across;
-            let a = 2.0 * projected - b;
-            if a * b <= 0.0 {
-                0.0
-            } else {
-                (a * (b * b + EPSILON) + b * (a * a + EPSILON)) / (a * a + b * b + 2.0 * EPSILON)
-            }
+            let a = T::splat(2.0) * projected - b;
+            let eps = T::splat(EPSILON);
+            let s = (a * (b * b + eps) + b * (a * a + eps)) / (a * a + b * b + T::splat(2.0) * eps);
+            T::select((a * b).le(T::splat(0.0)), T::splat(0.0), s)
         }
     }
 }
@@ -89,6 +86,7 @@ pub fn extrapolate(limiter: Limiter, projected: f64, across: f64, alpha: f64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gas::Vec3;
 
     fn unit(v: Vec3) -> Vec3 {
         let l = dot(v, v).sqrt();

@@ -1,6 +1,8 @@
 //! The calorically perfect gas: conservative variables U = (ρ, ρu, ρv, ρw, ρE) and primitive
 //! ones W = (ρ, u, v, w, p), conversions between them, the speed of sound and the inviscid
-//! flux through a face. Nondimensional with the gas constant 1, so that T = p/ρ.
+//! flux through a face. Nondimensional with the gas constant 1, so that T = p/ρ. What the
+//! face and cell kernels call is generic over [`Lane`]: one cell or face, or four.
+use crate::lanes::Lane;
 
 /// Conservative variables of a cell: ρ, ρu, ρv, ρw, ρE.
 pub type Cons = [f64; 5];
@@ -11,13 +13,13 @@ pub type Vec3 = [f64; 3];
 
 /// Dot product.
 #[inline]
-pub fn dot(a: Vec3, b: Vec3) -> f64 {
+pub fn dot<T: Lane>(a: [T; 3], b: [T; 3]) -> T {
     a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 }
 
 /// The velocity of a primitive state.
 #[inline]
-pub fn velocity(w: &Prim) -> Vec3 {
+pub fn velocity<T: Lane>(w: &[T; 5]) -> [T; 3] {
     [w[1], w[2], w[3]]
 }
 
@@ -34,11 +36,11 @@ impl Gas {
 
     /// Primitive variables of `u`.
     #[inline]
-    pub fn prim(self, u: &Cons) -> Prim {
+    pub fn prim<T: Lane>(self, u: &[T; 5]) -> [T; 5] {
         let rho = u[0];
-        let inv = 1.0 / rho;
+        let inv = T::splat(1.0) / rho;
         let v = [u[1] * inv, u[2] * inv, u[3] * inv];
-        let p = (self.gamma - 1.0) * (u[4] - 0.5 * rho * dot(v, v));
+        let p = T::splat(self.gamma - 1.0) * (u[4] - T::splat(0.5) * rho * dot(v, v));
         [rho, v[0], v[1], v[2], p]
     }
 
@@ -58,15 +60,15 @@ impl Gas {
 
     /// Total enthalpy per unit mass, H = γ/(γ − 1) p/ρ + |V|²/2.
     #[inline]
-    pub fn enthalpy(self, w: &Prim) -> f64 {
+    pub fn enthalpy<T: Lane>(self, w: &[T; 5]) -> T {
         let v = velocity(w);
-        self.gamma / (self.gamma - 1.0) * w[4] / w[0] + 0.5 * dot(v, v)
+        T::splat(self.gamma / (self.gamma - 1.0)) * w[4] / w[0] + T::splat(0.5) * dot(v, v)
     }
 
     /// The inviscid flux through a face of unit normal `n`, per unit area:
     /// (ρV_n, ρV_n V + p n, ρV_n H).
     #[inline]
-    pub fn flux(self, w: &Prim, n: Vec3) -> [f64; 5] {
+    pub fn flux<T: Lane>(self, w: &[T; 5], n: [T; 3]) -> [T; 5] {
         let vn = dot(velocity(w), n);
         let m = w[0] * vn;
         [

@@ -4,6 +4,7 @@
 //! mirror image of its cell's centroid in the face's plane; ghosts are numbered after the
 //! cells, so that one index reaches either.
 use crate::gas::{dot, Vec3};
+use crate::lanes::Lane;
 use ferroflow_mesh::topology::{self, NONE};
 use ferroflow_mesh::{Mesh, MeshError};
 use std::collections::HashMap;
@@ -143,7 +144,7 @@ impl Geometry {
 
 /// a − b.
 #[inline]
-pub fn sub(a: Vec3, b: Vec3) -> Vec3 {
+pub fn sub<T: Lane>(a: [T; 3], b: [T; 3]) -> [T; 3] {
     [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
 }
 

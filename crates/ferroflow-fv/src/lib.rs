@@ -11,6 +11,10 @@
 //! - [`geometry`]: [`Geometry`], faces and cells in flat arrays, ghosts numbered after cells.
 //! - [`gradients`]: weighted least-squares gradients, coefficients computed once.
 //! - [`flux`]: Roe's flux with Harten's entropy fix; the limited MUSCL extrapolation.
+//! - [`lanes`]: one number or four AVX2 lanes, so that each kernel is written once.
+//! - [`face`]: the face kernel (both sides' extrapolation and the flux) over lanes.
+//! - [`layout`]: cell data as structure of arrays or as padded 64-byte records.
+//! - [`fast`]: the residual's loops with seed 004's optimisations each switchable.
 //! - [`boundary`]: [`Boundary`] and the ghost state of each kind.
 //! - [`residual`]: [`Solver`], the face loop and the cell gather.
 //! - [`viscous`]: [`Viscous`], the stress and heat flux through a face.
@@ -18,19 +22,25 @@
 //! - [`implicit`]: the Newton–Jacobi iteration for steady flow.
 //! - [`riemann`]: the exact Riemann solver, the shock tube's reference.
 //! - [`bench`]: throughput of the face and cell loops, their bytes and operations.
+//! - [`ablation`]: seed 004's optimisations timed one step at a time.
 //! - [`sod`]: Sod's shock tube on slabs of hexahedra, prisms and tetrahedra.
 //! - [`vortex`]: the isentropic vortex, errors and observed orders.
 //! - [`bump`]: subsonic flow over a bump in a channel, entropy errors and iterations.
 //! - [`flat_plate`]: the laminar boundary layer on a flat plate against Blasius.
+pub mod ablation;
 pub mod bench;
 pub mod boundary;
 pub mod bump;
+pub mod face;
+pub mod fast;
 pub mod flat_plate;
 pub mod flux;
 pub mod gas;
 pub mod geometry;
 pub mod gradients;
 pub mod implicit;
+pub mod lanes;
+pub mod layout;
 pub mod residual;
 pub mod riemann;
 pub mod sod;

@@ -3,7 +3,8 @@
 //! cell's faces in ascending order. Nothing is scattered, so every number is the same
 //! whatever the thread count.
 use crate::boundary::{ghost, Boundary};
-use crate::flux::{extrapolate, roe, Limiter};
+use crate::face;
+use crate::flux::{roe, Limiter};
 use crate::gas::{dot, velocity, Cons, Gas, Prim};
 use crate::geometry::{sub, Geometry};
 use crate::gradients::{gradients, weights, Gradient, MIN_CELLS};
@@ -27,7 +28,7 @@ pub struct Solver {
     /// Boundary condition of each patch.
     pub(crate) boundaries: Vec<Boundary>,
     /// Least-squares coefficients, in `cell_faces` order.
-    weights: Vec<[f64; 3]>,
+    pub(crate) weights: Vec<[f64; 3]>,
     /// Primitive state of every cell, then of every ghost.
     pub(crate) prim: Vec<Prim>,
     /// Gradients of the primitive variables.
@@ -121,16 +122,7 @@ impl Solver {
                 let dd = dot(d, d);
                 let side = |c: usize, other: usize, alpha: f64| -> Prim {
                     let r = sub(xf, g.centroid[c]);
-                    let w: Prim = std::array::from_fn(|v| {
-                        let across = prim[other][v] - prim[c][v];
-                        prim[c][v] + extrapolate(limiter, dot(grad[c][v], r), across, alpha)
-                    });
-                    // A state the gas cannot have falls back to the cell's (first order).
-                    if w[0] > 0.0 && w[4] > 0.0 {
-                        w
-                    } else {
-                        prim[c]
-                    }
+                    face::side(limiter, &prim[c], &prim[other], &grad[c], r, alpha)
                 };
                 let wl = side(l, rt, dot(sub(xf, g.centroid[l]), d) / dd);
                 let wr = if f < g.internal {

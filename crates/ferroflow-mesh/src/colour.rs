@@ -26,7 +26,7 @@ impl Colouring {
 
 /// Greedy colouring of `items` items, item i touching the resources `touches(i)` (of
 /// `resources` in all).
-fn greedy<I: IntoIterator<Item = u32>>(
+pub fn greedy<I: IntoIterator<Item = u32>>(
     items: usize,
     resources: usize,
     touches: impl Fn(usize) -> I,

@@ -46,7 +46,8 @@ Examples:
   ferroflow bench --fem                             # finite elements: the seed's three levels
   ferroflow bench --fem 28 --threads 1
   ferroflow bench --fem 14,28,56,112 --backend cuda  # GPU: product variants, CG iteration, step
-  ferroflow bench --fv 64                           # finite-volume face and cell loops")]
+  ferroflow bench --fv 64                           # finite-volume face and cell loops
+  ferroflow bench --fv-ablation 100 --repeats 3     # seed 004's ablation, ~1M cells")]
 pub struct BenchArgs {
     /// Backend to measure.
     #[arg(long, value_enum, default_value = "cpu")]
@@ -124,6 +125,12 @@ pub struct BenchArgs {
     /// table against the copy bandwidth.
     #[arg(long, value_name = "N")]
     fv: Option<usize>,
+    /// Seed 004's ablation of the finite-volume loops instead (CPU): each optimisation in
+    /// turn, on a randomly numbered box of about N³ tetrahedra and on an ordered one of N³
+    /// hexahedra, on 1 and 2 threads (`--threads` for one count); best of `--repeats`;
+    /// Markdown tables against the copy bandwidth.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "100")]
+    fv_ablation: Option<usize>,
     /// With `--solve`: this many nodes per axis instead of each case's own.
     #[arg(long, value_name = "N")]
     nodes: Option<usize>,
@@ -453,6 +460,103 @@ fn finite_volume_loops(args: &BenchArgs, n: usize) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `--fv-ablation N`: [`ferroflow_fv::ablation`]'s steps on a shuffled box of six-tetrahedra
+/// hexahedra (about N³ cells) and on the generator's ordered box of N³ hexahedra.
+fn finite_volume_ablation(args: &BenchArgs, n: usize) -> Result<(), Failure> {
+    use ferroflow_fv::ablation::{steps, time, Meshes};
+    use ferroflow_fv::bench::counts;
+    use ferroflow_mesh::generate::{box_mesh, shuffle, BoxCells};
+    if args.backend != BackendKind::Cpu || n < 4 {
+        return Err(Failure::input(format!(
+            "--fv-ablation {n}: the CPU backend and at least 4 cells per axis"
+        )));
+    }
+    println!(
+        "simd: {}",
+        if ferroflow_fv::lanes::avx2() {
+            "AVX2"
+        } else {
+            "none (scalar fallback)"
+        }
+    );
+    // Six tetrahedra per hexahedron: (N / 6^⅓)³ hexahedra give about N³ cells.
+    let side = ((n as f64) / 6f64.cbrt()).round() as usize;
+    let mut tets = box_mesh(BoxCells::Tet6, [side; 3], [1.0; 3]).map_err(Failure::input)?;
+    shuffle(&mut tets, 1);
+    let hexes = box_mesh(BoxCells::Hex, [n; 3], [1.0; 3]).map_err(Failure::input)?;
+    let threads = if args.threads == 0 {
+        vec![1, 2]
+    } else {
+        vec![args.threads]
+    };
+    for (name, mesh) in [
+        ("tetrahedra, random numbering", tets),
+        ("hexahedra, ordered", hexes),
+    ] {
+        let meshes = Meshes::new(&mesh).map_err(Failure::runtime)?;
+        drop(mesh);
+        let g = &meshes.given.0.geometry;
+        let [prepare, face, gather] = counts(g);
+        let faces = g.faces() as f64;
+        let per_face = [
+            face.bytes / faces,
+            (prepare.bytes + face.bytes + gather.bytes) / faces,
+        ];
+        for &count in &threads {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(count)
+                .build()
+                .map_err(Failure::runtime)?;
+            let bw = cpu_copy_bandwidth(&pool, args.repeats);
+            println!(
+                "\n{name}: {} cells, {} faces; cell-graph bandwidth {} -> {} by RCM; {count} \
+                 thread(s); copy {:.2} GB/s; compulsory bytes per face {:.0} (face loop), \
+                 {:.0} (iteration)\n",
+                g.cells,
+                g.faces(),
+                meshes.bandwidth[0],
+                meshes.bandwidth[1],
+                bw / 1e9,
+                per_face[0],
+                per_face[1]
+            );
+            println!("| step | face ms | cell ms | iteration ms | × face | × cell | × iteration | M faces/s | face GB/s | iteration GB/s | % of copy |");
+            println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            let mut base = None;
+            let mut best = (f64::INFINITY, "");
+            for step in steps() {
+                let t = pool.install(|| time(&meshes, &step, args.repeats));
+                let b = *base.get_or_insert(t);
+                if t.iteration < best.0 {
+                    best = (t.iteration, step.label);
+                }
+                let rate = per_face[1] * faces / t.iteration;
+                println!(
+                    "| {} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} | {:.1} | {:.2} | {:.2} | {:.1} |",
+                    step.label,
+                    1e3 * t.face,
+                    1e3 * t.cells(),
+                    1e3 * t.iteration,
+                    b.face / t.face,
+                    b.cells() / t.cells(),
+                    b.iteration / t.iteration,
+                    faces / t.face / 1e6,
+                    per_face[0] * faces / t.face / 1e9,
+                    rate / 1e9,
+                    100.0 * rate / bw
+                );
+            }
+            let base = base.map_or(f64::NAN, |b| b.iteration);
+            println!(
+                "\nfastest iteration: {} ({:.2}x the baseline)",
+                best.1,
+                base / best.0
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Median of `repeats` timings of `f`, seconds.
 fn median_seconds(
     repeats: usize,
@@ -771,6 +875,9 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
     }
     if let Some(n) = args.fv {
         return finite_volume_loops(&args, n);
+    }
+    if let Some(n) = args.fv_ablation {
+        return finite_volume_ablation(&args, n);
     }
     if !args.project.is_empty() {
         if args.blocks.is_some() {

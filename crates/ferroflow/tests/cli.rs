@@ -1925,3 +1925,43 @@ fn bench_times_the_finite_volume_loops() {
         "{err}"
     );
 }
+
+#[test]
+fn bench_runs_the_finite_volume_ablation() {
+    let tmp = TempDir::new().unwrap();
+    let out = ferroflow(tmp.path())
+        .args([
+            "bench",
+            "--fv-ablation",
+            "8",
+            "--repeats",
+            "1",
+            "--threads",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 8³ hexahedra and (8 / 6^⅓ ≈ 4)³ × 6 tetrahedra, every step on each.
+    assert!(
+        text.contains("tetrahedra, random numbering: 384 cells"),
+        "{text}"
+    );
+    assert!(text.contains("hexahedra, ordered: 512 cells"), "{text}");
+    let rows = |label: &str| text.lines().filter(|l| l.starts_with(label)).count();
+    assert_eq!(
+        rows("| baseline: scalar, SoA, stored fluxes | "),
+        2,
+        "{text}"
+    );
+    assert_eq!(rows("| + prefetch 64 faces ahead | "), 2, "{text}");
+    assert_eq!(rows("| "), 2 * 11, "{text}");
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args(["bench", "--fv-ablation", "3"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--fv-ablation 3: the CPU backend"), "{err}");
+}

@@ -1,0 +1,188 @@
+//! Seed 004's ablation: the residual's loops ([`Loops`]) timed step by step from the
+//! baseline (scalar, structure of arrays, the mesh's own numbering, stored fluxes) through
+//! renumbering, vectorisation, the cell layout, the ways faces reach cells, and prefetching.
+//! One iteration is one residual evaluation: the cell loops before the face loop (states,
+//! ghosts, gradients), the face loop, the gather.
+use crate::bench::flow;
+use crate::fast::{Conflicts, Loops, Options};
+use crate::gas::Cons;
+use crate::layout::Layout;
+use crate::residual::Solver;
+use ferroflow_mesh::renumber::renumber_cells;
+use ferroflow_mesh::{Mesh, MeshError};
+use std::time::Instant;
+
+/// One row of the ablation.
+#[derive(Debug, Clone, Copy)]
+pub struct Step {
+    /// What the row adds or changes.
+    pub label: &'static str,
+    /// On the cells renumbered by reverse Cuthill–McKee (faces sorted by cell with them).
+    pub renumbered: bool,
+    /// The loops' options.
+    pub options: Options,
+}
+
+/// The rows, each adding to the last ("+") or trying an alternative to it ("instead").
+pub fn steps() -> Vec<Step> {
+    let base = Options::BASELINE;
+    let simd = Options { simd: true, ..base };
+    let aos = Options {
+        layout: Layout::Aos,
+        ..simd
+    };
+    let transposed = Options {
+        transpose: true,
+        ..aos
+    };
+    let step = |label, renumbered, options| Step {
+        label,
+        renumbered,
+        options,
+    };
+    let mut out = vec![
+        step("baseline: scalar, SoA, stored fluxes", false, base),
+        step("+ RCM renumbering", true, base),
+        step("+ AVX2 face and cell loops", true, simd),
+        step("+ AoS 64-byte records", true, aos),
+        step("+ records transposed in registers", true, transposed),
+        step(
+            "serial scatter instead of stored fluxes",
+            true,
+            Options {
+                conflicts: Conflicts::Scatter,
+                ..transposed
+            },
+        ),
+        step(
+            "colouring instead of stored fluxes",
+            true,
+            Options {
+                conflicts: Conflicts::Colour,
+                ..transposed
+            },
+        ),
+    ];
+    for (label, prefetch) in [
+        ("+ prefetch 4 faces ahead", 4),
+        ("+ prefetch 16 faces ahead", 16),
+        ("+ prefetch 64 faces ahead", 64),
+    ] {
+        out.push(step(
+            label,
+            true,
+            Options {
+                prefetch,
+                ..transposed
+            },
+        ));
+    }
+    out
+}
+
+/// A mesh as given and renumbered, each with the benchmark's solver and flow.
+pub struct Meshes {
+    /// The mesh's own numbering.
+    pub given: (Solver, Vec<Cons>),
+    /// Cells renumbered by reverse Cuthill–McKee.
+    pub renumbered: (Solver, Vec<Cons>),
+    /// The cell graph's bandwidth before and after renumbering.
+    pub bandwidth: [usize; 2],
+}
+
+impl Meshes {
+    /// `mesh` as given and renumbered.
+    pub fn new(mesh: &Mesh) -> Result<Meshes, MeshError> {
+        let mut ordered = mesh.clone();
+        let bandwidth = renumber_cells(&mut ordered)?;
+        Ok(Meshes {
+            given: flow(mesh)?,
+            renumbered: flow(&ordered)?,
+            bandwidth,
+        })
+    }
+
+    /// The solver and flow `step` runs on.
+    pub fn of(&self, step: &Step) -> &(Solver, Vec<Cons>) {
+        if step.renumbered {
+            &self.renumbered
+        } else {
+            &self.given
+        }
+    }
+}
+
+/// Seconds of one iteration's parts, each the best of the repetitions.
+#[derive(Debug, Clone, Copy)]
+pub struct Times {
+    /// The cell loops before the face loop.
+    pub prepare: f64,
+    /// The face loop.
+    pub face: f64,
+    /// The gather after it.
+    pub gather: f64,
+    /// The three in a row.
+    pub iteration: f64,
+}
+
+impl Times {
+    /// The cell loops, before and after the face loop.
+    pub fn cells(&self) -> f64 {
+        self.prepare + self.gather
+    }
+}
+
+/// The loops of `step` timed on the current rayon pool over `repeats` iterations after one
+/// untimed one.
+pub fn time(meshes: &Meshes, step: &Step, repeats: usize) -> Times {
+    let (solver, u) = meshes.of(step);
+    let mut loops = Loops::new(solver, step.options);
+    let mut r = vec![[0.0; 5]; u.len()];
+    loops.residual(u, 0.0, &mut r);
+    let mut best = [f64::INFINITY; 4];
+    for _ in 0..repeats.max(1) {
+        let mut t = [0.0; 3];
+        let start = Instant::now();
+        loops.prepare(u, 0.0);
+        t[0] = start.elapsed().as_secs_f64();
+        loops.face_loop(0.0, &mut r);
+        t[1] = start.elapsed().as_secs_f64() - t[0];
+        std::hint::black_box(loops.gather(&mut r));
+        let total = start.elapsed().as_secs_f64();
+        t[2] = total - t[0] - t[1];
+        for (b, x) in best.iter_mut().zip([t[0], t[1], t[2], total]) {
+            *b = b.min(x);
+        }
+    }
+    Times {
+        prepare: best[0],
+        face: best[1],
+        gather: best[2],
+        iteration: best[3],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferroflow_mesh::generate::{box_mesh, shuffle, BoxCells};
+
+    #[test]
+    fn every_step_runs_and_renumbering_narrows() {
+        let mut mesh = box_mesh(BoxCells::Tet6, [6, 6, 6], [1.0; 3]).unwrap();
+        shuffle(&mut mesh, 2);
+        let meshes = Meshes::new(&mesh).unwrap();
+        let [before, after] = meshes.bandwidth;
+        assert!(after * 5 < before, "{before} -> {after}");
+        let steps = steps();
+        assert_eq!(steps[0].options, Options::BASELINE);
+        assert!(!steps[0].renumbered && steps[1..].iter().all(|s| s.renumbered));
+        for step in &steps {
+            let t = time(&meshes, step, 2);
+            assert!(
+                t.face > 0.0 && t.iteration >= t.face + t.cells() * 0.999,
+                "{t:?}"
+            );
+        }
+    }
+}
