@@ -783,7 +783,7 @@ pub const FEM_KEYS: [KeyDoc; 30] = [
         "-",
         "`\"finite-element\"`",
         "The edge-based finite elements on tetrahedra (P1/P1, fractional step, CG pressure; \
-         seed 001); the CPU, f64",
+         seed 001); f64, on the CPU or with `--backend cuda` on a GPU (equal time steps only)",
     ),
     key(
         "mesh.kind",
@@ -879,7 +879,7 @@ pub const FEM_KEYS: [KeyDoc; 30] = [
         "-",
         "`true` with `steady_tolerance`",
         "Each node steps by its own stable time step (not time-accurate; the steady state \
-         is the same)",
+         is the same); the CPU only (refused with `--backend cuda`)",
     ),
     key(
         "numerics.end_time",

@@ -166,11 +166,13 @@ extern "C" __global__ void __launch_bounds__(SUM_LANES) fem_total(const Step a) 
     reduce_chunks<1>(x, SUM, a.red);
 }
 
-// δp, shifted to zero at the level's node.
+// δp, shifted to zero at the level's node; f without its mean where the level is set (the
+// solve subtracted it on the fly), for the continuity residual.
 extern "C" __global__ void fem_shift(const Step a) {
     const idx_t i = node();
     if (i >= a.rows.n) return;
     a.dp[i] = a.level < 0 ? a.x[i] : a.x[i] - a.x[a.level];
+    if (a.level >= 0) a.f[i] -= *a.red.totals / (double)a.rows.n;
 }
 
 // u^(n+1) = û − (Δt/ρ) M⁻¹ Σ_J ∇_IJ (δp_J − δp_I) off the fixed nodes, and the rotational
@@ -201,9 +203,10 @@ extern "C" __global__ void fem_pressure_update(const Step a) {
     a.p[i] += a.dp[i] + a.rot[i] - at;
 }
 
-// Σ_I (M_II⁻¹ Σ_J ∇_IJ·(u_J − u_I))², for the RMS discrete divergence.
+// Σ_I (M_II⁻¹ Σ_J ∇_IJ·(u_J − u_I))² and, over the rows not held, Σ_I (M_II⁻¹ (f − H δp)_I)²:
+// the RMS discrete divergence and continuity residual.
 extern "C" __global__ void __launch_bounds__(SUM_LANES) fem_divergence(const Step a) {
-    double x[1] = {0.0};
+    double x[2] = {0.0, 0.0};
     for (int k = 0; k < SUM_BLOCK / SUM_LANES; ++k) {
         const idx_t i = chunk_item(k, a.rows.n);
         if (i < 0) continue;
@@ -215,8 +218,13 @@ extern "C" __global__ void __launch_bounds__(SUM_LANES) fem_divergence(const Ste
         }
         const double v = d / a.rows.lumped[i];
         x[0] += v * v;
+        double h_dp = a.diagonal[i] * a.dp[i];
+        for (unsigned e = a.rows.offsets[i]; e < a.rows.offsets[i + 1]; ++e)
+            h_dp += a.h_values[e] * a.dp[a.rows.columns[e]];
+        const double r = (a.f[i] - h_dp) / a.rows.lumped[i];
+        x[1] += a.held[i] ? 0.0 : r * r;
     }
-    reduce_chunks<1>(x, SUM, a.red);
+    reduce_chunks<2>(x, SUM, a.red);
 }
 
 // The smallest stability estimate CFL / (2|u|/h_min + 4ν/h_min²), |u| the larger of |u_I| and

@@ -117,7 +117,7 @@ pub struct StepReport {
     /// continuity equation the projection imposes (its divergence with −D M⁻¹ G replaced by
     /// K, and the pressure stabilisation), which the pressure solve's tolerance controls; the
     /// divergence above also holds that approximation's difference, which only the mesh
-    /// controls. NaN from the CUDA step, which does not measure it.
+    /// controls.
     pub continuity: f64,
 }
 

@@ -51,6 +51,7 @@ fn agree(
         let got = gpu.step(dt, t, boundary).unwrap();
         assert_eq!(got.pressure, want.pressure, "step {step}");
         assert_eq!(got.divergence.to_bits(), want.divergence.to_bits());
+        assert_eq!(got.continuity.to_bits(), want.continuity.to_bits());
         assert!(want.pressure.converged && want.pressure.iterations > 3);
         let (u, p) = gpu.state().unwrap();
         assert!(

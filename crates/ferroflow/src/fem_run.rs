@@ -5,6 +5,10 @@
 //! velocity and pressure), snapshots `fields_<step>.vtu` in `fields.pvd`, `summary.json`,
 //! `residuals.csv` (per step: time, Δt, rates, divergence, CG iterations and residual),
 //! `run.log`, `case.resolved.toml`, `checkpoint.ffcp`.
+//!
+//! With `--backend cuda` the steps run on the GPU ([`CudaFractional`], the CPU's bits in f64)
+//! with equal time steps; the state is read back after each step into the host solver's,
+//! which the rates, the divergence check and the outputs read as on the CPU.
 use crate::backends::{cores, cpu_threads};
 use crate::check::output_state_of;
 use crate::input::{dir_name, problem_keys_of, with_overrides, Override, Source};
@@ -21,7 +25,10 @@ use ferroflow_cases::fem::{
     SolverKind, StepResiduals,
 };
 use ferroflow_cases::CaseError;
+use ferroflow_core::BackendError;
 use ferroflow_core::{Points, Snapshot};
+use ferroflow_fem::cuda::{CudaFractional, CudaOptions, TuneMode};
+use ferroflow_fem::fractional::StepReport;
 use ferroflow_io::table::write_json;
 use ferroflow_mesh::vtu::{self, Field};
 use ferroflow_solver::checkpoint;
@@ -87,6 +94,8 @@ struct FemJob {
     restart: Option<Restart>,
     quiet: bool,
     threads: usize,
+    /// The GPU's options with `--backend cuda`.
+    cuda: Option<CudaOptions>,
     /// When this invocation started.
     started: Instant,
 }
@@ -95,11 +104,13 @@ impl FemJob {
     /// The job the arguments describe; nothing is written.
     fn new(args: RunArgs, world: &World) -> Result<FemJob, Failure> {
         let started = Instant::now();
-        if args.backend == Some(BackendKind::Cuda) {
-            return Err(Failure::input(
-                "--backend cuda: the finite-element solver runs on the CPU",
-            ));
-        }
+        let cuda = (args.backend == Some(BackendKind::Cuda)).then(|| CudaOptions {
+            tune: match args.no_tune {
+                true => TuneMode::Off,
+                false => TuneMode::Cached,
+            },
+            ..CudaOptions::default()
+        });
         if !args.blocks.is_empty() {
             return Err(Failure::input(
                 "--blocks: a finite-element case runs as one piece",
@@ -131,6 +142,14 @@ impl FemJob {
         let base = FemCase::from_toml(&source.text, &source.origin).map_err(Failure::input)?;
         let mut case = with_overrides(&source.text, &overrides, |t| FemCase::from_toml(t, ""))?
             .unwrap_or_else(|| base.clone());
+        if cuda.is_some() && case.numerics.local_time_steps {
+            return Err(Failure::input(format!(
+                "{}: numerics.local_time_steps = true with --backend cuda: the march with a \
+                 time step per node runs on the CPU only (--backend cpu, or --set \
+                 numerics.local_time_steps=false for equal steps on the GPU)",
+                source.origin
+            )));
+        }
         if case.backend.precision == Precision::F32 {
             return Err(Failure::input(format!(
                 "{}: backend.precision = \"f32\": the finite-element solver computes in f64 \
@@ -168,6 +187,7 @@ impl FemJob {
             restart,
             quiet: args.quiet,
             threads,
+            cuda,
             started,
         })
     }
@@ -253,6 +273,9 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
         setup.solver.time_step()
     );
     println!("cpu: {} threads ({} cores)", job.threads, cores());
+    if job.cuda.is_some() {
+        println!("cuda: the steps on GPU 0 (the device is opened when the run starts)");
+    }
     println!(
         "output: {}",
         output_state_of(&job.out, job.restart.is_some())
@@ -265,6 +288,8 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
 struct FemRun<'a> {
     job: &'a FemJob,
     setup: FemSetup,
+    /// The GPU copy of the solver that takes the steps, with `--backend cuda`.
+    gpu: Option<CudaFractional>,
     sim: Simulation,
     /// Time reached.
     time: f64,
@@ -280,6 +305,13 @@ impl<'a> FemRun<'a> {
     /// the mesh and the checkpoint are found valid.
     fn start(job: &'a FemJob, interrupt: Interrupt) -> Result<FemRun<'a>, Failure> {
         let setup = job.setup()?;
+        let gpu = (job.cuda.as_ref())
+            .map(|options| CudaFractional::new(&setup.solver, options))
+            .transpose()
+            .map_err(|e| match e {
+                BackendError::NotSuitable { .. } => Failure::input(e.to_string()),
+                e => Failure::runtime(e),
+            })?;
         let n = &job.case.numerics;
         let stop = StopCriteria {
             tolerance: n.steady_tolerance.unwrap_or(0.0),
@@ -306,7 +338,10 @@ impl<'a> FemRun<'a> {
         };
         let mut report = Reporter::new(Mode::detect(job.quiet), &log, job.restart.is_some(), work)
             .map_err(|e| Failure::runtime(ferroflow_io::file::naming(&log, e)))?;
-        let backend = format!("cpu, {} threads, finite elements", job.threads);
+        let backend = match &gpu {
+            Some(gpu) => format!("cuda, {}, finite elements", gpu.device_name()),
+            None => format!("cpu, {} threads, finite elements", job.threads),
+        };
         log_header(&mut report, job.restart.as_ref(), &backend, &job.resolved);
         report.note(&format!(
             "{}: {} nodes, {} tetrahedra, f64, {backend}; output in {}",
@@ -318,6 +353,7 @@ impl<'a> FemRun<'a> {
         Ok(FemRun {
             job,
             setup,
+            gpu,
             sim,
             time,
             wall_seconds,
@@ -331,7 +367,6 @@ impl<'a> FemRun<'a> {
     /// then writes the results.
     fn iterate(mut self) -> Result<(), Failure> {
         let (case, start) = (&self.job.case, Instant::now());
-        let n = &case.numerics;
         let earlier = self.wall_seconds;
         let speed = self.speed_scale();
         let status = loop {
@@ -339,26 +374,8 @@ impl<'a> FemRun<'a> {
                 break status;
             }
             let (u0, p0) = (self.setup.solver.u.clone(), self.setup.solver.p.clone());
+            let (dt, step, report) = self.advance().map_err(Failure::runtime)?;
             let solver = &self.setup.solver;
-            let mut dt = solver.local_time_steps();
-            let smallest = dt.iter().copied().fold(f64::INFINITY, f64::min);
-            // Equal steps that land on the end time, none above the stable one (time-accurate
-            // runs); local time steps advance the time by the smallest.
-            let step = match n.local_time_steps {
-                true => smallest,
-                false => {
-                    let left = n.end_time - self.time;
-                    let dt = left / (left / smallest).ceil();
-                    dt.max(f64::MIN_POSITIVE)
-                }
-            };
-            if !n.local_time_steps {
-                dt.iter_mut().for_each(|d| *d = step);
-            }
-            let held = &self.setup.boundary;
-            let boundary = |i: usize, t: f64| held.velocity(i, t);
-            let solver = &mut self.setup.solver;
-            let report = solver.advance(&dt, step, self.time, &boundary);
             let (rate, pressure_rate) = solver.rates(&u0, &p0, &dt);
             self.time += step;
             self.sim.iteration += 1;
@@ -397,6 +414,43 @@ impl<'a> FemRun<'a> {
             }
         };
         self.finish(status)
+    }
+
+    /// One step from the time reached, on the CPU or the GPU (the state read back): each
+    /// node's Δt, the time it advanced and the step's report.
+    fn advance(&mut self) -> Result<(Vec<f64>, f64, StepReport), BackendError> {
+        let n = &self.job.case.numerics;
+        let solver = &mut self.setup.solver;
+        let mut dt = match &self.gpu {
+            // The GPU takes equal steps only (checked): their minimum is all it needs.
+            Some(gpu) => vec![gpu.time_step()?],
+            None => solver.local_time_steps(),
+        };
+        let smallest = dt.iter().copied().fold(f64::INFINITY, f64::min);
+        // Equal steps that land on the end time, none above the stable one (time-accurate
+        // runs); local time steps advance the time by the smallest.
+        let step = match n.local_time_steps {
+            true => smallest,
+            false => {
+                let left = n.end_time - self.time;
+                let dt = left / (left / smallest).ceil();
+                dt.max(f64::MIN_POSITIVE)
+            }
+        };
+        if !n.local_time_steps {
+            dt = vec![step; solver.u.len()];
+        }
+        let held = &self.setup.boundary;
+        let boundary = |i: usize, t: f64| held.velocity(i, t);
+        let report = match &mut self.gpu {
+            Some(gpu) => {
+                let report = gpu.step(step, self.time, &boundary)?;
+                (solver.u, solver.p) = gpu.state()?;
+                report
+            }
+            None => solver.advance(&dt, step, self.time, &boundary),
+        };
+        Ok((dt, step, report))
     }
 
     /// Why the run stops before its next step, if it does.
@@ -529,7 +583,11 @@ impl<'a> FemRun<'a> {
                 edges: s.operators().columns.len() / 2,
             },
             precision: "f64".into(),
-            backend: "cpu".into(),
+            backend: match self.gpu {
+                Some(_) => "cuda",
+                None => "cpu",
+            }
+            .into(),
             steps: self.sim.iteration,
             time: self.time,
             converged: status == FemStatus::Steady,

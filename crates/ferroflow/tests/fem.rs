@@ -1,6 +1,6 @@
 //! `ferroflow run` and `check` of finite-element cases: the files of a run on a tiny
 //! tetrahedral cube, the bitwise restart, divergence, Ctrl-C, and input errors that name the
-//! key, the value or the file.
+//! key, the value or the file; on a GPU (ignored without one), the CPU's files bit for bit.
 use std::fs;
 use std::path::Path;
 use std::time::Duration;
@@ -222,6 +222,18 @@ fn bad_keys_values_and_mesh_files_exit_2_naming_them() {
     let (code, err) = stderr_of(ferroflow(dir).args(tiny_cube(&["--precision", "f32"])));
     assert_eq!(code, Some(2));
     assert!(err.contains("f64 only"), "{err}");
+    let local = [
+        "--set",
+        "numerics.local_time_steps=true",
+        "--backend",
+        "cuda",
+    ];
+    let (code, err) = stderr_of(ferroflow(dir).args(tiny_cube(&local)));
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("numerics.local_time_steps = true with --backend cuda"),
+        "{err}"
+    );
     // Nothing was written for any of them.
     assert!(!dir.join("ferroflow-out").exists());
     let (code, out) = {
@@ -314,4 +326,43 @@ fn the_ethier_steinman_case_reports_its_errors_as_the_study_does() {
     let [u, p] = [0, 1].map(|k| s["exact_errors"][k].as_f64().unwrap());
     assert!((u / 1.844e-1 - 1.0).abs() < 0.05, "{s}");
     assert!((p / 5.121 - 1.0).abs() < 0.05, "{s}");
+}
+
+#[test]
+#[ignore = "needs a GPU: run with --ignored"]
+fn a_tiny_cube_on_the_gpu_writes_the_cpu_files_and_restarts_bitwise() {
+    let tmp = TempDir::new().unwrap();
+    let run = |extra: &[&str]| {
+        ferroflow(tmp.path())
+            .args(tiny_cube(extra))
+            .assert()
+            .success()
+    };
+    let snapshots = ["--set", "output.field_interval=4"];
+    let steps = |n: &'static str| ["--set", n];
+    for backend in ["cpu", "cuda"] {
+        let out = ["--backend", backend, "--out", backend];
+        run(&[&snapshots[..], &steps("numerics.max_steps=12"), &out].concat());
+        assert_eq!(summary(&tmp.path().join(backend))["backend"], backend);
+    }
+    // Six steps on the GPU, then six more from its checkpoint.
+    let halves = ["--backend", "cuda", "--out", "halves"];
+    run(&[&snapshots[..], &steps("numerics.max_steps=6"), &halves].concat());
+    ferroflow(tmp.path())
+        .args(["run", "-q", "--restart", "halves", "--backend", "cuda"])
+        .args(steps("numerics.max_steps=12"))
+        .assert()
+        .success();
+    let files = [
+        "fields.vtu",
+        "fields_00000004.vtu",
+        "fields_00000008.vtu",
+        "fields.pvd",
+        "residuals.csv",
+    ];
+    let (cpu, gpu) = (tmp.path().join("cpu"), tmp.path().join("cuda"));
+    assert_same_files(&cpu, &gpu, files);
+    assert_same_files(&cpu, &tmp.path().join("halves"), files);
+    let continuity = summary(&gpu)["residuals"]["continuity"].as_f64().unwrap();
+    assert!(continuity > 0.0, "{continuity}");
 }

@@ -7,7 +7,8 @@
 //! with IEEE division and square root. A GPU step therefore gives the CPU's state bit for bit:
 //!
 //! - edge loops gather over each node's row (one thread per node, no atomics), as the CPU's;
-//! - every sum (the CG's dot products, the level's mean of f, the divergence) is the fixed
+//! - every sum (the CG's dot products, the level's mean of f, the divergence and continuity
+//!   residual) is the fixed
 //!   order of [`crate::sum`]: blocks of [`crate::sum::BLOCK`] nodes over
 //!   [`crate::sum::LANES`] lanes and a tree, which is a thread block's natural order, the
 //!   blocks' sums then the same way by the last block to finish;
@@ -15,7 +16,7 @@
 //!
 //! Only what a step must return crosses to the host: the boundary velocities of its fixed
 //! nodes go up (computed on the host by the caller's function, as the CPU's), the solve's
-//! scalars and the divergence come back.
+//! scalars, the divergence and the continuity residual come back.
 //!
 //! The pressure solve runs without a host round trip per iteration: the scalar decisions of
 //! the three-term recurrence (γ, ρ, convergence, the iteration limit) are taken on the device
