@@ -1,8 +1,9 @@
 //! Finite-volume cases (`case.solver = "finite-volume"`): the compressible cell-centred solver
 //! of `ferroflow-fv` on a mixed mesh, generated or read from a Gmsh or SU2 file, with a ghost
-//! boundary condition per mesh patch. The sections are a finite-element case's (`[case]`,
-//! `[mesh]`, `[physics]`, `[boundary.<patch>]`, `[numerics]`, `[backend]`, `[output]`) with
-//! keys of their own, documented once in [`FV_KEYS`]. Nondimensional: gas constant 1, T = p/ρ.
+//! boundary condition per mesh patch. The sections are a finite-element case's but
+//! `[output]` (`[case]`, `[mesh]`, `[physics]`, `[boundary.<patch>]`, `[numerics]`,
+//! `[backend]`), with keys of their own, documented once in [`FV_KEYS`]. Nondimensional: gas
+//! constant 1, T = p/ρ.
 use crate::case::KEYS;
 use crate::case::{default_in, key, render, syntax_error, CaseError, CaseInfo, KeyDoc, Precision};
 use crate::fem::{at_key, SolverKind};
@@ -31,8 +32,6 @@ pub struct FvCase {
     pub numerics: FvNumerics,
     /// `[backend]`.
     pub backend: FvBackend,
-    /// `[output]`.
-    pub output: FvOutput,
 }
 
 /// `mesh.kind`.
@@ -242,18 +241,6 @@ pub struct FvBackend {
     pub threads: usize,
 }
 
-/// `[output]` of a finite-volume case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct FvOutput {
-    /// Iterations between checkpoints (0: only at the end and when interrupted).
-    pub checkpoint_interval: usize,
-    /// Iterations between field snapshots (0: final fields only).
-    pub field_interval: usize,
-    /// zlib-compress the `.vtu` arrays.
-    pub compress: bool,
-}
-
 impl Default for FvCase {
     fn default() -> FvCase {
         FvCase {
@@ -267,7 +254,6 @@ impl Default for FvCase {
             boundary: BTreeMap::new(),
             numerics: FvNumerics::default(),
             backend: FvBackend::default(),
-            output: FvOutput::default(),
         }
     }
 }
@@ -340,16 +326,6 @@ impl Default for FvBackend {
         FvBackend {
             precision: Precision::F64,
             threads: 0,
-        }
-    }
-}
-
-impl Default for FvOutput {
-    fn default() -> FvOutput {
-        FvOutput {
-            checkpoint_interval: 1000,
-            field_interval: 0,
-            compress: false,
         }
     }
 }
@@ -697,7 +673,7 @@ pub const FV_BUILTIN: [(&str, &str); 3] = [
 ];
 
 /// Every key of a finite-volume case file, in file order.
-pub const FV_KEYS: [KeyDoc; 43] = [
+pub const FV_KEYS: [KeyDoc; 40] = [
     KEYS[0],
     KEYS[1],
     key(
@@ -978,27 +954,6 @@ pub const FV_KEYS: [KeyDoc; 43] = [
         "-",
         ">= 0",
         "CPU threads, 0 = all cores; results are bitwise the same for any count",
-    ),
-    key(
-        "output.checkpoint_interval",
-        "integer",
-        "iterations",
-        ">= 0",
-        "Iterations between checkpoints; 0 = only at the end and when interrupted",
-    ),
-    key(
-        "output.field_interval",
-        "integer",
-        "iterations",
-        ">= 0",
-        "Iterations between field snapshots; 0 = final fields only",
-    ),
-    key(
-        "output.compress",
-        "boolean",
-        "-",
-        "`true`, `false`",
-        "zlib-compress the `.vtu` arrays",
     ),
 ];
 

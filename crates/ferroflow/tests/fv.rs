@@ -33,7 +33,10 @@ fn the_built_in_cases_are_listed_shown_and_checked() {
     ];
     for (name, size, scheme) in expect {
         assert!(list.contains(name), "{list}");
-        let shown = ferroflow(dir).args(["cases", "show", name]).output().unwrap();
+        let shown = ferroflow(dir)
+            .args(["cases", "show", name])
+            .output()
+            .unwrap();
         let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
         assert!(shown.contains("solver = \"finite-volume\""), "{shown}");
         // What `show` prints is a case file that checks as the built-in one.
@@ -68,7 +71,10 @@ fn bad_keys_values_patches_and_mesh_files_exit_2_naming_them() {
     let expect = [
         ("key.toml", vec!["key.toml:5", "mesh.cels", "unknown field"]),
         ("value.toml", vec!["value.toml:5", "physics.mach", "-0.5"]),
-        ("viscous.toml", vec!["physics.viscosity", "physics.reynolds"]),
+        (
+            "viscous.toml",
+            vec!["physics.viscosity", "physics.reynolds"],
+        ),
         ("patch.toml", vec!["boundary.inlet", "not a patch", "xmin"]),
         ("missing.toml", vec!["mesh.file", "nowhere.su2"]),
     ];
