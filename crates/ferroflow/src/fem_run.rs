@@ -5,8 +5,6 @@
 //! velocity and pressure), snapshots `fields_<step>.vtu` in `fields.pvd`, `summary.json`,
 //! `residuals.csv` (per step: time, Δt, rates, divergence, CG iterations and residual),
 //! `run.log`, `case.resolved.toml`, `checkpoint.ffcp`.
-use crate::backends::cores;
-use crate::check::output_state_of;
 use crate::input::{problem_keys_of, Override};
 use crate::mesh_job::MeshJob;
 use crate::progress::{Mode, Reporter, Work};
@@ -118,12 +116,7 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
         n.max_steps,
         setup.solver.time_step()
     );
-    println!("cpu: {} threads ({} cores)", job.threads, cores());
-    println!(
-        "output: {}",
-        output_state_of(&job.out, job.restart.is_some())
-    );
-    println!("ok: nothing was run or written");
+    job.print_check_end();
     Ok(())
 }
 

@@ -2,8 +2,6 @@
 //! "finite-volume"`): the compressible cell-centred solver of `ferroflow-fv` on the case's
 //! mixed mesh, with the finite-element runs' job, output directory, progress, signals and
 //! checkpoints.
-use crate::backends::cores;
-use crate::check::output_state_of;
 use crate::mesh_job::MeshJob;
 use crate::run::RunArgs;
 use crate::world::World;
@@ -68,12 +66,7 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
         "stop: {stop}, at most {} iterations; smallest time step now {smallest:.4e}",
         n.max_iterations
     );
-    println!("cpu: {} threads ({} cores)", job.threads, cores());
-    println!(
-        "output: {}",
-        output_state_of(&job.out, job.restart.is_some())
-    );
-    println!("ok: nothing was run or written");
+    job.print_check_end();
     Ok(())
 }
 

@@ -2,7 +2,8 @@
 //! it is for (finite elements, finite volumes): which solver the arguments name, and the job
 //! they describe (the case read and overridden, the threads, the output directory, the
 //! checkpoint of `--restart`), checked before anything is written.
-use crate::backends::cpu_threads;
+use crate::backends::{cores, cpu_threads};
+use crate::check::output_state_of;
 use crate::input::{dir_name, problem_keys_of, with_overrides, Override, Source};
 use crate::results::{self, CASE_FILE};
 use crate::run::{read_checkpoint, value_name, Restart, RunArgs};
@@ -195,6 +196,14 @@ impl<C: MeshCase> MeshJob<C> {
             threads,
             started,
         })
+    }
+
+    /// The last lines of `ferroflow check`: the threads, the output directory, the verdict.
+    pub fn print_check_end(&self) {
+        println!("cpu: {} threads ({} cores)", self.threads, cores());
+        let restart = self.restart.is_some();
+        println!("output: {}", output_state_of(&self.out, restart));
+        println!("ok: nothing was run or written");
     }
 
     /// An input error of the case's `key`, with its line.
