@@ -4,6 +4,7 @@
 //! crate compares the file with them.
 use crate::case::{default_value, sections, value_text, KeyDoc, KEYS};
 use crate::fem::{fem_default_value, FEM_KEYS};
+use crate::fv::{fv_default_value, FV_KEYS};
 use std::ops::Range;
 
 /// First line of the generated region of `docs/cases.md`; it says how to regenerate it.
@@ -23,6 +24,7 @@ pub fn key_tables_markdown() -> String {
     let mut out = format!("{BEGIN}\n");
     out += &tables(&KEYS, "", default_value);
     out += &tables(&FEM_KEYS, "Finite elements: ", fem_default_value);
+    out += &tables(&FV_KEYS, "Finite volumes: ", fv_default_value);
     out + "\n" + END
 }
 
@@ -68,7 +70,9 @@ mod tests {
     #[test]
     fn every_type_name_fits_the_default_value() {
         let structured = KEYS.iter().map(|d| (d, default_value(d)));
-        for (doc, default) in structured.chain(FEM_KEYS.iter().map(|d| (d, fem_default_value(d)))) {
+        let fem = FEM_KEYS.iter().map(|d| (d, fem_default_value(d)));
+        let fv = FV_KEYS.iter().map(|d| (d, fv_default_value(d)));
+        for (doc, default) in structured.chain(fem).chain(fv) {
             let Some(default) = default else {
                 // The keys that are unset by default.
                 let unset = [
@@ -77,6 +81,13 @@ mod tests {
                     "numerics.implicit_cfl",
                     "numerics.c4",
                     "numerics.steady_tolerance",
+                    "physics.reynolds",
+                    "physics.mu",
+                    "physics.diaphragm",
+                    "boundary.<patch>.total_pressure",
+                    "boundary.<patch>.total_temperature",
+                    "boundary.<patch>.direction",
+                    "boundary.<patch>.pressure",
                 ];
                 assert!(unset.contains(&doc.key), "{}", doc.key);
                 continue;
@@ -99,7 +110,7 @@ mod tests {
         let text = key_tables_markdown();
         assert_eq!(region(&text), Some(0..text.len()));
         let rows = text.lines().filter(|l| l.starts_with("| `")).count();
-        assert_eq!(rows, KEYS.len() + FEM_KEYS.len());
+        assert_eq!(rows, KEYS.len() + FEM_KEYS.len() + FV_KEYS.len());
         assert!(text.contains("| `mesh.nodes` | array of integers | - | `[129, 129]` |"));
         assert!(text.contains(
             "| `boundary.<patch>.temperature` | float | K (nondimensional: ΔT) | none |"

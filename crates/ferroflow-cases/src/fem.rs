@@ -24,6 +24,8 @@ pub enum SolverKind {
     Structured,
     /// The edge-based finite elements on tetrahedra.
     FiniteElement,
+    /// The cell-centred finite volumes for compressible flow ([`crate::fv`]).
+    FiniteVolume,
 }
 
 /// The solver a case's TOML `text` from `origin` asks for; a value that is none of them is
@@ -361,7 +363,7 @@ impl FemSetup {
 }
 
 /// A value error at `key` of a case from `origin` (text `text`).
-fn at_key(origin: &str, text: &str, key: &str, message: String) -> CaseError {
+pub(crate) fn at_key(origin: &str, text: &str, key: &str, message: String) -> CaseError {
     CaseError {
         origin: origin.into(),
         line: key_line(text, key),

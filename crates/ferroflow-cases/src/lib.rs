@@ -1,6 +1,6 @@
 //! ferroflow-cases: what a user runs. The case-file schema and its validation ([`case`]), the
 //! built-in problems (lid-driven [`cavity`], buoyancy-driven [`convection`], manufactured
-//! solutions [`mms`]), finite-element cases ([`fem`]), published reference data ([`reference`]), what a run's fields show
+//! solutions [`mms`]), finite-element cases ([`fem`]), finite-volume cases ([`fv`]), published reference data ([`reference`]), what a run's fields show
 //! ([`post`]), the summary of a run ([`summary`]), whether the scheme resolves a case
 //! ([`resolvable`]) and the key tables of `docs/cases.md` ([`docs`]).
 #![deny(missing_docs)]
@@ -10,6 +10,7 @@ pub mod cavity;
 pub mod convection;
 pub mod docs;
 pub mod fem;
+pub mod fv;
 pub mod mms;
 pub mod post;
 pub mod reference;

@@ -11,7 +11,7 @@ use crate::implicit::{steady_implicit, Implicit};
 use crate::residual::Solver;
 use crate::time::{steady, FOUR_STAGE};
 use ferroflow_mesh::generate::{box_mesh, BoxCells};
-use ferroflow_mesh::MeshError;
+use ferroflow_mesh::{Mesh, MeshError};
 use std::time::Instant;
 
 /// Length of the channel.
@@ -43,8 +43,9 @@ pub fn pressure(gas: Gas) -> f64 {
     (1.0 + 0.5 * (g - 1.0) * MACH * MACH).powf(-g / (g - 1.0))
 }
 
-/// The channel with `n` cells along x and n/3 across, and the free stream in every cell.
-pub fn setup(n: usize, limiter: Limiter) -> Result<(Solver, Vec<Cons>), MeshError> {
+/// The channel's mesh: `n` hexahedra along x, n/3 across, one layer as thick as a cell is
+/// long; patches as [`channel`] names them.
+pub fn mesh(n: usize) -> Result<Mesh, MeshError> {
     let (nx, ny) = (n, (n / 3).max(1));
     let dx = LENGTH / nx as f64;
     let mut mesh = box_mesh(BoxCells::Hex, [nx, ny, 1], [LENGTH, HEIGHT, dx])?;
@@ -53,9 +54,14 @@ pub fn setup(n: usize, limiter: Limiter) -> Result<(Solver, Vec<Cons>), MeshErro
         let floor = wall(x[0]);
         x[1] = floor + x[1] * (HEIGHT - floor) / HEIGHT;
     }
+    Ok(mesh)
+}
+
+/// The channel with `n` cells along x and n/3 across, and the free stream in every cell.
+pub fn setup(n: usize, limiter: Limiter) -> Result<(Solver, Vec<Cons>), MeshError> {
     let gas = Gas::AIR;
     let p = pressure(gas);
-    let s = Solver::new(&mesh, gas, limiter, &channel(p))?;
+    let s = Solver::new(&mesh(n)?, gas, limiter, &channel(p))?;
     let t = 1.0 / (1.0 + 0.5 * (gas.gamma - 1.0) * MACH * MACH);
     let speed = MACH * (gas.gamma * t).sqrt();
     let u = s.sample(|_| [p / t, speed, 0.0, 0.0, p]);

@@ -6,6 +6,7 @@ use clap::{Args, Subcommand};
 use ferroflow_cases::case::{builtin, BUILTIN};
 use ferroflow_cases::docs::{self, key_tables_markdown};
 use ferroflow_cases::fem::{FemCase, SolverKind, FEM_BUILTIN};
+use ferroflow_cases::fv::{FvCase, FV_BUILTIN};
 use std::fs;
 use std::path::PathBuf;
 
@@ -62,11 +63,18 @@ pub fn cases(args: CasesArgs) -> Result<(), Failure> {
                 let case = FemCase::from_toml(text, name).expect("built-in cases parse");
                 println!("{name:<18} {}", case.case.description);
             }
+            for (name, text) in FV_BUILTIN {
+                let case = FvCase::from_toml(text, name).expect("built-in cases parse");
+                println!("{name:<18} {}", case.case.description);
+            }
         }
         Some(CasesAction::Show { name }) => {
             let source = Source::read(&name)?;
             let commented = match source.solver()? {
                 SolverKind::FiniteElement => FemCase::from_toml(&source.text, &source.origin)
+                    .map_err(Failure::input)?
+                    .to_commented_toml(),
+                SolverKind::FiniteVolume => FvCase::from_toml(&source.text, &source.origin)
                     .map_err(Failure::input)?
                     .to_commented_toml(),
                 SolverKind::Structured => LoadedCase::load(&name, &[])?.case.to_commented_toml(),

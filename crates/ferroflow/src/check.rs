@@ -7,14 +7,17 @@ use crate::run::{job, Job, RunArgs};
 use crate::world::World;
 use crate::Failure;
 use ferroflow_cases::case::{BackendKind, Precision};
+use ferroflow_cases::fem::SolverKind;
 use ferroflow_cases::resolvable::check_resolvable;
 use ferroflow_cases::Case;
 use ferroflow_core::{Layout, ProblemError, Real, MIN_NODES};
 use std::path::Path;
 
 pub fn check(args: RunArgs) -> Result<(), Failure> {
-    if crate::fem_run::is_fem(&args)? {
-        return crate::fem_run::check(args);
+    match crate::mesh_job::solver_of_args(&args)? {
+        SolverKind::FiniteElement => return crate::fem_run::check(args),
+        SolverKind::FiniteVolume => return crate::fv_run::check(args),
+        SolverKind::Structured => {}
     }
     let world = World::alone();
     let job = job(args, &world)?;

@@ -9,22 +9,18 @@
 //! With `--backend cuda` the steps run on the GPU ([`CudaFractional`], the CPU's bits in f64)
 //! with equal time steps; the state is read back after each step into the host solver's,
 //! which the rates, the divergence check and the outputs read as on the CPU.
-use crate::backends::{cores, cpu_threads};
-use crate::check::output_state_of;
-use crate::input::{dir_name, problem_keys_of, with_overrides, Override, Source};
+use crate::input::{problem_keys_of, Override};
+use crate::mesh_job::MeshJob;
 use crate::progress::{Mode, Reporter, Work};
 use crate::results::{self, OutputDir, CASE_FILE, LOG_FILE, SUMMARY};
-use crate::run::{log_header, read_checkpoint, value_name, Restart, RunArgs};
+use crate::run::{log_header, Restart, RunArgs};
 use crate::signals::Interrupt;
 use crate::world::World;
 use crate::Failure;
-use ferroflow_cases::case::key_line;
-use ferroflow_cases::case::{BackendKind, BackendSpec, Precision};
 use ferroflow_cases::fem::{
     CgSummary, FemCase, FemMeshKind, FemSetup, FemStatus, FemSummary, MeshSize, PatchForce,
     SolverKind, StepResiduals,
 };
-use ferroflow_cases::CaseError;
 use ferroflow_core::BackendError;
 use ferroflow_core::{Points, Snapshot};
 use ferroflow_fem::cuda::{CudaFractional, CudaOptions, TuneMode};
@@ -34,7 +30,6 @@ use ferroflow_mesh::vtu::{self, Field};
 use ferroflow_solver::checkpoint;
 use ferroflow_solver::simulation::{HistoryRow, DIVERGENCE_FACTOR};
 use ferroflow_solver::{write_residuals, Simulation, StopCriteria};
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// The columns of `residuals.csv` after `iteration` (the step): one row per step.
@@ -55,177 +50,58 @@ const SHOWN: [&str; 2] = ["du/dt", "dp/dt"];
 /// Variables of a checkpoint: u, v, w, p at the nodes.
 const STATE_VARS: usize = 4;
 
-/// Whether the arguments name a finite-element case: the case given, or without one the
-/// case recorded beside the checkpoint of `--restart`.
-pub fn is_fem(args: &RunArgs) -> Result<bool, Failure> {
-    if let Some(case) = &args.case {
-        return Ok(Source::read(case)?.solver()? == SolverKind::FiniteElement);
-    }
-    let Some(restart) = &args.restart else {
-        return Ok(false);
-    };
-    let file = match restart.is_dir() {
-        true => results::checkpoint_in(restart),
-        false => restart.clone(),
-    };
-    let record = file.parent().unwrap_or(Path::new(".")).join(CASE_FILE);
-    let Ok(text) = std::fs::read_to_string(&record) else {
-        return Ok(false);
-    };
-    let origin = record.display().to_string();
-    let source = Source {
-        text,
-        origin,
-        dir: None,
-    };
-    Ok(source.solver()? == SolverKind::FiniteElement)
-}
-
 /// A finite-element run, checked.
-struct FemJob {
-    case: FemCase,
-    /// The case's text and where it came from, for messages.
-    source: Source,
-    /// The resolved case as TOML.
-    resolved: String,
-    overrides: Vec<Override>,
-    out: PathBuf,
-    overwrite: bool,
-    restart: Option<Restart>,
-    quiet: bool,
-    threads: usize,
-    /// The GPU's options with `--backend cuda`.
-    cuda: Option<CudaOptions>,
-    /// When this invocation started.
-    started: Instant,
+type FemJob = MeshJob<FemCase>;
+
+/// The job the arguments describe, with the checks only finite elements need.
+fn job(args: RunArgs, world: &World) -> Result<FemJob, Failure> {
+    let job = FemJob::new(args, world)?;
+    if job.cuda && job.case.numerics.local_time_steps {
+        return Err(Failure::input(format!(
+            "{}: numerics.local_time_steps = true with --backend cuda: the march with a \
+             time step per node runs on the CPU only (--backend cpu, or --set \
+             numerics.local_time_steps=false for equal steps on the GPU)",
+            job.source.origin
+        )));
+    }
+    Ok(job)
 }
 
-impl FemJob {
-    /// The job the arguments describe; nothing is written.
-    fn new(args: RunArgs, world: &World) -> Result<FemJob, Failure> {
-        let started = Instant::now();
-        let cuda = (args.backend == Some(BackendKind::Cuda)).then(|| CudaOptions {
-            tune: match args.no_tune {
-                true => TuneMode::Off,
-                false => TuneMode::Cached,
-            },
-            ..CudaOptions::default()
-        });
-        if !args.blocks.is_empty() {
-            return Err(Failure::input(
-                "--blocks: a finite-element case runs as one piece",
-            ));
-        }
-        let restart = args.restart.as_deref().map(read_checkpoint).transpose()?;
-        let source = match (&args.case, &restart) {
-            (Some(case), _) => Source::read(case)?,
-            (None, Some(r)) => Source {
-                text: r.checkpoint.case_toml.clone(),
-                origin: r.file.display().to_string(),
-                dir: None,
-            },
-            (None, None) => unreachable!("is_fem found a case"),
-        };
-        let mut overrides = args.set;
-        let flags = [
-            ("backend.precision", args.precision.map(value_name)),
-            ("backend.threads", args.threads.map(|t| t.to_string())),
-        ];
-        for (key, value) in flags {
-            if let Some(value) = value {
-                overrides.push(Override {
-                    key: key.into(),
-                    value,
-                });
-            }
-        }
-        let base = FemCase::from_toml(&source.text, &source.origin).map_err(Failure::input)?;
-        let mut case = with_overrides(&source.text, &overrides, |t| FemCase::from_toml(t, ""))?
-            .unwrap_or_else(|| base.clone());
-        if cuda.is_some() && case.numerics.local_time_steps {
-            return Err(Failure::input(format!(
-                "{}: numerics.local_time_steps = true with --backend cuda: the march with a \
-                 time step per node runs on the CPU only (--backend cpu, or --set \
-                 numerics.local_time_steps=false for equal steps on the GPU)",
-                source.origin
-            )));
-        }
-        if case.backend.precision == Precision::F32 {
-            return Err(Failure::input(format!(
-                "{}: backend.precision = \"f32\": the finite-element solver computes in f64 \
-                 only (its operators, pressure solve and checkpoints are f64)",
-                source.origin
-            )));
-        }
-        let spec = BackendSpec {
-            threads: case.backend.threads,
-            ..BackendSpec::default()
-        };
-        let invalid = |e| Failure::input(format!("{}: {e}", source.origin));
-        let threads = cpu_threads(&spec, world).map_err(invalid)?;
-        if let Some(dir) = &source.dir {
-            case.resolve_mesh_file(dir);
-        }
-        let resolved = case.to_toml();
-        let keys = problem_keys_of(&resolved);
-        let out = match (args.out, &restart) {
-            (Some(out), _) => out,
-            (None, Some(r)) => results::output_dir_of(&r.file),
-            (None, None) => {
-                let base_keys = problem_keys_of(&base.to_toml());
-                Path::new("ferroflow-out").join(dir_name(&case.case.name, &base_keys, &keys))
-            }
-        };
-        results::check_usable(&out, &keys, args.overwrite)?;
-        Ok(FemJob {
-            case,
-            source,
-            resolved,
-            overrides,
-            out,
-            overwrite: args.overwrite,
-            restart,
-            quiet: args.quiet,
-            threads,
-            cuda,
-            started,
-        })
-    }
+/// The GPU's options for a job with `--backend cuda`.
+fn cuda_options(job: &FemJob) -> Option<CudaOptions> {
+    job.cuda.then(|| CudaOptions {
+        tune: match job.no_tune {
+            true => TuneMode::Off,
+            false => TuneMode::Cached,
+        },
+        ..CudaOptions::default()
+    })
+}
 
-    /// The mesh and the solver at the start (or at the checkpoint's state); errors name the
-    /// key at fault.
-    fn setup(&self) -> Result<FemSetup, Failure> {
-        let case = &self.case;
-        let invalid = |key: &str, message: String| {
-            let (origin, text) = (&self.source.origin, &self.source.text);
-            Failure::input(CaseError {
-                origin: origin.clone(),
-                line: key_line(text, key),
-                key: Some(key.into()),
-                message,
-            })
+/// The mesh and the solver at the start (or at the checkpoint's state); errors name the key
+/// at fault.
+fn setup(job: &FemJob) -> Result<FemSetup, Failure> {
+    let case = &job.case;
+    let mesh = case.mesh().map_err(|e| {
+        let key = match case.mesh.kind {
+            FemMeshKind::Gmsh => "mesh.file",
+            FemMeshKind::TetBox => "mesh.cells",
         };
-        let mesh = case.mesh().map_err(|e| {
-            let key = match case.mesh.kind {
-                FemMeshKind::Gmsh => "mesh.file",
-                FemMeshKind::TetBox => "mesh.cells",
-            };
-            invalid(key, e.to_string())
-        })?;
-        let mut setup = case.setup(mesh).map_err(|(key, e)| invalid(&key, e))?;
-        if let Some(Restart { file, checkpoint }) = &self.restart {
-            let bad = |e| Failure::input(format!("--restart {}: {e}", file.display()));
-            let state = checkpoint
-                .state::<f64>(state_points(&setup), STATE_VARS)
-                .map_err(bad)?;
-            let s = &mut setup.solver;
-            for (i, u) in s.u.iter_mut().enumerate() {
-                *u = [0, 1, 2].map(|c| state.vars[c][i]);
-            }
-            s.p.clone_from(&state.vars[3]);
+        job.invalid(key, e.to_string())
+    })?;
+    let mut setup = case.setup(mesh).map_err(|(key, e)| job.invalid(&key, e))?;
+    if let Some(Restart { file, checkpoint }) = &job.restart {
+        let bad = |e| Failure::input(format!("--restart {}: {e}", file.display()));
+        let state = checkpoint
+            .state::<f64>(state_points(&setup), STATE_VARS)
+            .map_err(bad)?;
+        let s = &mut setup.solver;
+        for (i, u) in s.u.iter_mut().enumerate() {
+            *u = [0, 1, 2].map(|c| state.vars[c][i]);
         }
-        Ok(setup)
+        s.p.clone_from(&state.vars[3]);
     }
+    Ok(setup)
 }
 
 /// The points of a checkpoint of the state: the mesh's nodes in order, stored as a grid of
@@ -238,7 +114,7 @@ fn state_points(setup: &FemSetup) -> Points {
 pub fn run(args: RunArgs) -> Result<(), Failure> {
     let world = World::alone();
     let interrupt = Interrupt::install(true).map_err(Failure::runtime)?;
-    let job = FemJob::new(args, &world)?;
+    let job = job(args, &world)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(job.threads)
         .build()
@@ -250,8 +126,8 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 /// solver set up (which checks the patches and the mesh), nothing stepped or written.
 pub fn check(args: RunArgs) -> Result<(), Failure> {
     let world = World::alone();
-    let job = FemJob::new(args, &world)?;
-    let setup = job.setup()?;
+    let job = job(args, &world)?;
+    let setup = setup(&job)?;
     let (case, ops) = (&job.case, setup.solver.operators());
     println!(
         "case {} (finite elements), {} nodes, {} tetrahedra, {} edges, f64",
@@ -272,15 +148,10 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
         n.max_steps,
         setup.solver.time_step()
     );
-    println!("cpu: {} threads ({} cores)", job.threads, cores());
-    if job.cuda.is_some() {
+    if job.cuda {
         println!("cuda: the steps on GPU 0 (the device is opened when the run starts)");
     }
-    println!(
-        "output: {}",
-        output_state_of(&job.out, job.restart.is_some())
-    );
-    println!("ok: nothing was run or written");
+    job.print_check_end();
     Ok(())
 }
 
@@ -304,9 +175,9 @@ impl<'a> FemRun<'a> {
     /// Sets the run up, then opens the output directory: nothing is written before the case,
     /// the mesh and the checkpoint are found valid.
     fn start(job: &'a FemJob, interrupt: Interrupt) -> Result<FemRun<'a>, Failure> {
-        let setup = job.setup()?;
-        let gpu = (job.cuda.as_ref())
-            .map(|options| CudaFractional::new(&setup.solver, options))
+        let setup = setup(job)?;
+        let gpu = cuda_options(job)
+            .map(|options| CudaFractional::new(&setup.solver, &options))
             .transpose()
             .map_err(|e| match e {
                 BackendError::NotSuitable { .. } => Failure::input(e.to_string()),

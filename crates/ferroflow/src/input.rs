@@ -3,6 +3,7 @@
 use crate::Failure;
 use ferroflow_cases::case::{problem_key, v1, BUILTIN};
 use ferroflow_cases::fem::{solver_of, FemCase, SolverKind, FEM_BUILTIN};
+use ferroflow_cases::fv::{FvCase, FV_BUILTIN};
 use ferroflow_cases::{Case, CaseError};
 use ferroflow_core::ProblemError;
 use std::ffi::OsStr;
@@ -123,6 +124,7 @@ impl Source {
         match BUILTIN
             .iter()
             .chain(&FEM_BUILTIN)
+            .chain(&FV_BUILTIN)
             .find(|(b, _)| Some(*b) == name)
         {
             Some((name, text)) => Ok(Source {
@@ -292,6 +294,7 @@ pub fn resolved_problem_keys(text: &str, origin: &str) -> Result<Vec<(String, St
     Ok(match solver_of(text, origin)? {
         SolverKind::Structured => problem_keys(&Case::from_toml(text, origin)?),
         SolverKind::FiniteElement => problem_keys_of(&FemCase::from_toml(text, origin)?.to_toml()),
+        SolverKind::FiniteVolume => problem_keys_of(&FvCase::from_toml(text, origin)?.to_toml()),
     })
 }
 
@@ -345,6 +348,7 @@ pub fn builtin_names() -> String {
     let names: Vec<&str> = BUILTIN
         .iter()
         .chain(&FEM_BUILTIN)
+        .chain(&FV_BUILTIN)
         .map(|(n, _)| *n)
         .collect();
     names.join(", ")

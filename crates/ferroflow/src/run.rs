@@ -10,6 +10,7 @@ use crate::Failure;
 use clap::Args;
 use ferroflow_ac::Problem;
 use ferroflow_cases::case::{BackendKind, MethodKind, Model, Precision};
+use ferroflow_cases::fem::SolverKind;
 use ferroflow_cases::post::post_process;
 use ferroflow_cases::resolvable::check_resolvable;
 use ferroflow_cases::summary::{RunRecord, Summary};
@@ -115,8 +116,15 @@ pub struct Job<'w> {
 }
 
 pub fn run(args: RunArgs) -> Result<(), Failure> {
-    if crate::fem_run::is_fem(&args)? {
-        return crate::fem_run::run(args);
+    match crate::mesh_job::solver_of_args(&args)? {
+        SolverKind::FiniteElement => return crate::fem_run::run(args),
+        SolverKind::FiniteVolume => {
+            return Err(Failure::input(
+                "ferroflow run of a finite-volume case: not implemented yet (ferroflow check \
+                 checks it)",
+            ))
+        }
+        SolverKind::Structured => {}
     }
     // Kept to the end: MPI is finalised when the last handle to it is dropped.
     let world = World::join();

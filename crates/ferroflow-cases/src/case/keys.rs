@@ -86,11 +86,11 @@ pub const KEYS: [KeyDoc; 51] = [
         "case.solver",
         "string",
         "-",
-        "`\"structured\"`, `\"finite-element\"`",
+        "`\"structured\"`, `\"finite-element\"`, `\"finite-volume\"`",
         "Which solver the case is for: `structured`, artificial compressibility on the box \
          grid of these tables; `finite-element`, the edge-based finite elements on \
-         tetrahedra, whose case files have keys of their own (the finite-element tables \
-         below)",
+         tetrahedra; `finite-volume`, the compressible cell-centred finite volumes on mixed \
+         meshes; the last two have keys of their own (their tables below)",
     ),
     key(
         "mesh.kind",
