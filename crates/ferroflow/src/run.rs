@@ -120,8 +120,9 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         SolverKind::FiniteElement => return crate::fem_run::run(args),
         SolverKind::FiniteVolume => {
             return Err(Failure::input(
-                "ferroflow run of a finite-volume case: not implemented yet (ferroflow check \
-                 checks it)",
+                "ferroflow run of a finite-volume case: not available yet; `ferroflow check` \
+                 checks the case, and the solver runs its studies through `ferroflow verify \
+                 sod|vortex|bump|flat-plate`",
             ))
         }
         SolverKind::Structured => {}
