@@ -91,6 +91,6 @@ fn bad_keys_values_patches_and_mesh_files_exit_2_naming_them() {
     // Runs are not there yet: refused as input, nothing written.
     let (code, err) = stderr_of(ferroflow(dir).args(["run", "sod-fv"]));
     assert_eq!(code, Some(2));
-    assert!(err.contains("not implemented"), "{err}");
+    assert!(err.contains("not available yet"), "{err}");
     assert!(!dir.join("ferroflow-out").exists());
 }
