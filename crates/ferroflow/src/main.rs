@@ -10,6 +10,7 @@ mod input;
 mod memory;
 mod mesh;
 mod mesh_job;
+mod mesh_run;
 mod plot;
 mod progress;
 mod results;
