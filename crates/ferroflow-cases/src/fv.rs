@@ -229,7 +229,8 @@ pub struct FvNumerics {
     pub end_time: f64,
     /// Most iterations (steps).
     pub max_iterations: usize,
-    /// Steady schemes: converged when the RMS density residual has dropped by this.
+    /// Steady schemes: converged when the RMS density residual has dropped by this from its
+    /// largest.
     pub residual_drop: f64,
 }
 
@@ -966,8 +967,8 @@ pub const FV_KEYS: [KeyDoc; 44] = [
         "float",
         "-",
         "0 < drop < 1",
-        "Steady schemes: converged when the RMS of R_ρ/Ω has dropped by this from the \
-         first iteration's",
+        "Steady schemes: converged when the RMS of R_ρ/Ω has dropped by this from its \
+         largest (an impulsive start's grows from round-off first)",
     ),
     key(
         "backend.precision",
@@ -1021,6 +1022,7 @@ mod tests {
     #[test]
     fn the_built_in_bump_and_plate_are_the_verified_ones() {
         let bump = FvCase::from_toml(FV_BUILTIN[1].1, "bump-fv").unwrap();
+        assert_eq!(bump.limiter(), Limiter::None);
         let gas = bump.gas();
         let p = bump::pressure(gas);
         assert!(

@@ -4,6 +4,7 @@ mod bench;
 mod cases;
 mod check;
 mod fem_run;
+mod fv_output;
 mod fv_run;
 mod info;
 mod input;
