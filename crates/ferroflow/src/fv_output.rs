@@ -97,7 +97,8 @@ pub fn surfaces(case: &FvCase, setup: &mut FvSetup, t: f64) -> Vec<Surface> {
             rows: Vec::new(),
             force: [0.0; 3],
         };
-        let faces = (g.internal..g.faces()).filter(|&f| Some(g.patch[f - g.internal] as usize) == index);
+        let faces =
+            (g.internal..g.faces()).filter(|&f| Some(g.patch[f - g.internal] as usize) == index);
         for f in faces {
             let (n, a, x) = (g.normal[f], g.area[f], g.face_centroid[f]);
             let p = s.gas.prim(&state[g.left[f] as usize])[4];
@@ -174,7 +175,12 @@ pub fn shock_tube_error(case: &FvCase, setup: &FvSetup, t: f64) -> Option<f64> {
         [p.right_density, 0.0, p.right_pressure],
     );
     let s = &setup.solver;
-    Some(ferroflow_fv::sod::l1_density(s, &setup.state, &exact, (at, t)))
+    Some(ferroflow_fv::sod::l1_density(
+        s,
+        &setup.state,
+        &exact,
+        (at, t),
+    ))
 }
 
 /// The size of a finite-volume mesh.

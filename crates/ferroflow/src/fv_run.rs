@@ -174,7 +174,11 @@ impl<'a> FvRun<'a> {
         let work = Work {
             names: if steady { &["drop"] } else { &["rho rate"] },
             nodes: setup.state.len(),
-            tolerance: if steady { n.residual_drop } else { f64::MIN_POSITIVE },
+            tolerance: if steady {
+                n.residual_drop
+            } else {
+                f64::MIN_POSITIVE
+            },
             max_iterations: n.max_iterations,
             start_iteration: sim.iteration,
         };
@@ -351,7 +355,9 @@ impl<'a> FvRun<'a> {
     /// Writes the checkpoint of the state after the last iteration, atomically.
     fn checkpoint(&self) -> Result<(), Failure> {
         let u = &self.setup.state;
-        let vars = (0..STATE_VARS).map(|k| u.iter().map(|u| u[k]).collect()).collect();
+        let vars = (0..STATE_VARS)
+            .map(|k| u.iter().map(|u| u[k]).collect())
+            .collect();
         (self.files).checkpoint(self.job, &self.sim, self.wall_seconds, vars)
     }
 
@@ -389,8 +395,7 @@ impl<'a> FvRun<'a> {
             totals: s.totals(&self.setup.state),
             wall_seconds: self.wall_seconds,
             total_wall_seconds: self.job.started.elapsed().as_secs_f64(),
-            cell_updates_per_second: cells as f64 * self.sim.iteration as f64
-                / self.wall_seconds,
+            cell_updates_per_second: cells as f64 * self.sim.iteration as f64 / self.wall_seconds,
             forces: fv_output::forces(case, surfaces),
             shock_tube_l1_density: fv_output::shock_tube_error(case, &self.setup, self.time),
         }

@@ -134,7 +134,12 @@ impl MeshOutput {
     /// Ends a run whose results are written: an interrupted one (stopped after `step`)
     /// leaves them in the staging directory and fails with exit code 130, any other
     /// replaces the results in the output directory.
-    pub fn end<C>(mut self, job: &MeshJob<C>, step: usize, interrupted: bool) -> Result<(), Failure> {
+    pub fn end<C>(
+        mut self,
+        job: &MeshJob<C>,
+        step: usize,
+        interrupted: bool,
+    ) -> Result<(), Failure> {
         if interrupted {
             let (out, staging) = (&job.out, job.out.join(results::STAGING));
             let message = format!(
