@@ -374,12 +374,17 @@ impl<'a> FemRun<'a> {
         })
     }
 
-    /// Writes the checkpoint of the state after the last step, atomically.
-    fn checkpoint(&self) -> Result<(), Failure> {
+    /// The state after the last step as a checkpoint holds it: u, v, w, p per node.
+    fn state_vars(&self) -> Vec<Vec<f64>> {
         let s = &self.setup.solver;
         let mut vars: Vec<Vec<f64>> = (0..3).map(|c| s.u.iter().map(|v| v[c]).collect()).collect();
         vars.push(s.p.clone());
-        (self.files).checkpoint(self.job, &self.sim, self.wall_seconds, vars)
+        vars
+    }
+
+    /// Writes the checkpoint of the state after the last step, atomically.
+    fn checkpoint(&self) -> Result<(), Failure> {
+        (self.files).checkpoint(self.job, &self.sim, self.wall_seconds, self.state_vars())
     }
 
     /// The summary of the run so far, ended with `status`.
@@ -451,44 +456,26 @@ impl<'a> FemRun<'a> {
 
     /// Ends a run whose state diverged (see [`MeshOutput::diverged`]).
     fn fail_diverged(self, why: &str) -> Failure {
-        match self.write_record(&self.files.out, FemStatus::Diverged) {
-            Ok(_) => self.files.diverged(self.job, why),
-            Err(e) => e,
-        }
+        let record = self.write_record(&self.files.out, FemStatus::Diverged);
+        self.files.diverged(self.job, why, record.map(drop))
     }
 
     /// Writes the results and the checkpoint; a run that ends by itself replaces the results
     /// in the output directory, an interrupted one leaves its own in the staging directory
     /// and fails with exit code 130.
     fn finish(mut self, status: FemStatus) -> Result<(), Failure> {
-        self.files.report.finish();
-        self.checkpoint()?;
         let compress = self.job.case.output.compress;
         let write = |path: &Path| write_fields(&self.setup, compress, path);
-        (self.files).final_fields(self.sim.iteration, write)?;
+        let done = (&self.sim, self.wall_seconds);
+        (self.files).write_final(self.job, done, self.state_vars(), write)?;
         let summary = self.write_record(&self.files.out, status)?;
         let interrupted = status == FemStatus::Interrupted;
-        let verdict = match status {
-            FemStatus::Steady => "steady",
-            FemStatus::EndTime => "reached the end time",
-            FemStatus::MaxSteps => "NOT steady (step limit)",
-            FemStatus::Interrupted | FemStatus::Diverged => "stopped",
-        };
-        self.files.report.note(&format!(
-            "{verdict} after {} steps, t = {:.6} ({:.2} s, {:.1} CG iterations per step); \
-             results in {}",
-            summary.steps,
-            summary.time,
-            summary.wall_seconds,
-            summary.cg.iterations_per_step,
-            MeshOutput::results_dir(self.job, interrupted).display()
-        ));
-        for f in &summary.forces {
-            self.files.report.note(&format!(
-                "  force on {}: {:?} N, coefficients {:?}",
-                f.patch, f.force, f.coefficients
-            ));
-        }
+        let what = format!(
+            "{} steps, t = {:.6} ({:.2} s, {:.1} CG iterations per step)",
+            summary.steps, summary.time, summary.wall_seconds, summary.cg.iterations_per_step,
+        );
+        let dir = MeshOutput::results_dir(self.job, interrupted);
+        (self.files).tell(status, &what, &dir, &summary.forces);
         self.files.end(self.job, self.sim.iteration, interrupted)
     }
 }

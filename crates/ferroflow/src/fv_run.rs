@@ -352,13 +352,18 @@ impl<'a> FvRun<'a> {
         ))
     }
 
+    /// The state after the last iteration as a checkpoint holds it: ρ, ρu, ρv, ρw, ρE per
+    /// cell.
+    fn state_vars(&self) -> Vec<Vec<f64>> {
+        let u = &self.setup.state;
+        (0..STATE_VARS)
+            .map(|k| u.iter().map(|u| u[k]).collect())
+            .collect()
+    }
+
     /// Writes the checkpoint of the state after the last iteration, atomically.
     fn checkpoint(&self) -> Result<(), Failure> {
-        let u = &self.setup.state;
-        let vars = (0..STATE_VARS)
-            .map(|k| u.iter().map(|u| u[k]).collect())
-            .collect();
-        (self.files).checkpoint(self.job, &self.sim, self.wall_seconds, vars)
+        (self.files).checkpoint(self.job, &self.sim, self.wall_seconds, self.state_vars())
     }
 
     /// The summary of the run so far, ended with `status`, with the forces on `surfaces`.
@@ -428,47 +433,32 @@ impl<'a> FvRun<'a> {
 
     /// Ends a run whose state diverged (see [`MeshOutput::diverged`]).
     fn fail_diverged(self, why: &str) -> Failure {
-        match self.write_record(&self.files.out, FemStatus::Diverged, &[]) {
-            Ok(_) => self.files.diverged(self.job, why),
-            Err(e) => e,
-        }
+        let record = self.write_record(&self.files.out, FemStatus::Diverged, &[]);
+        self.files.diverged(self.job, why, record.map(drop))
     }
 
     /// Writes the results and the checkpoint; a run that ends by itself replaces the results
     /// in the output directory, an interrupted one leaves its own in the staging directory
     /// and fails with exit code 130.
     fn finish(mut self, status: FemStatus) -> Result<(), Failure> {
-        self.files.report.finish();
-        self.checkpoint()?;
         let compress = self.job.case.output.compress;
         let write = |path: &Path| fv_output::write_fields(&self.setup, compress, path);
-        (self.files).final_fields(self.sim.iteration, write)?;
+        let done = (&self.sim, self.wall_seconds);
+        (self.files).write_final(self.job, done, self.state_vars(), write)?;
         let surfaces = fv_output::surfaces(&self.job.case, &mut self.setup, self.time);
         let summary = self.write_record(&self.files.out, status, &surfaces)?;
         let interrupted = status == FemStatus::Interrupted;
-        let verdict = match status {
-            FemStatus::Steady => "steady",
-            FemStatus::EndTime => "reached the end time",
-            FemStatus::MaxSteps => "NOT steady (iteration limit)",
-            FemStatus::Interrupted | FemStatus::Diverged => "stopped",
-        };
         let reached = match (summary.time, summary.residual_drop) {
             (Some(t), _) => format!("t = {t:.6}"),
             (None, Some(drop)) => format!("residual drop {drop:.3e}"),
             (None, None) => "nothing measured".into(),
         };
-        self.files.report.note(&format!(
-            "{verdict} after {} iterations, {reached} ({:.2} s); results in {}",
-            summary.steps,
-            summary.wall_seconds,
-            MeshOutput::results_dir(self.job, interrupted).display()
-        ));
-        for f in &summary.forces {
-            self.files.report.note(&format!(
-                "  force on {}: {:?}, coefficients {:?}",
-                f.patch, f.force, f.coefficients
-            ));
-        }
+        let what = format!(
+            "{} iterations, {reached} ({:.2} s)",
+            summary.steps, summary.wall_seconds
+        );
+        let dir = MeshOutput::results_dir(self.job, interrupted);
+        (self.files).tell(status, &what, &dir, &summary.forces);
         if let Some(l1) = summary.shock_tube_l1_density {
             let note = format!("  L1 error in density against the exact shock tube: {l1:.4e}");
             self.files.report.note(&note);

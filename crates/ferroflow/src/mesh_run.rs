@@ -10,6 +10,7 @@ use crate::results::{self, OutputDir, CASE_FILE, LOG_FILE};
 use crate::run::{log_header, Restart};
 use crate::signals::Interrupt;
 use crate::Failure;
+use ferroflow_cases::fem::{FemStatus, PatchForce};
 use ferroflow_core::{Points, Snapshot};
 use ferroflow_solver::checkpoint;
 use ferroflow_solver::Simulation;
@@ -87,15 +88,20 @@ impl MeshOutput {
         (self.out.add_snapshot(step, name)).map_err(Failure::runtime)
     }
 
-    /// Writes the final fields `fields.vtu` of `step` with `write` and lists them in
-    /// `fields.pvd` after the snapshots.
-    pub fn final_fields(
-        &self,
-        step: usize,
+    /// At the end of a run: the progress bar removed, the checkpoint of `vars` (see
+    /// [`MeshOutput::checkpoint`]), and the final fields `fields.vtu` written with `write` and
+    /// listed in `fields.pvd` after the snapshots.
+    pub fn write_final<C>(
+        &mut self,
+        job: &MeshJob<C>,
+        (sim, wall_seconds): (&Simulation, f64),
+        vars: Vec<Vec<f64>>,
         write: impl FnOnce(&Path) -> io::Result<()>,
     ) -> Result<(), Failure> {
+        self.report.finish();
+        self.checkpoint(job, sim, wall_seconds, vars)?;
         write(&self.out.join("fields.vtu")).map_err(Failure::runtime)?;
-        (self.out.add_final(step, "fields.vtu")).map_err(Failure::runtime)
+        (self.out.add_final(sim.iteration, "fields.vtu")).map_err(Failure::runtime)
     }
 
     /// Writes the checkpoint of `vars` (values per node or cell) after `sim`'s last step,
@@ -115,11 +121,19 @@ impl MeshOutput {
         checkpoint::save(&path, &job.resolved, sim, wall_seconds, &state).map_err(Failure::runtime)
     }
 
-    /// Ends a run whose state diverged (`why`) once its record (summary and history) is in
-    /// the staging directory: no fields, the last checkpoint kept, the results in the output
-    /// directory unchanged; exit code 3.
-    pub fn diverged<C>(mut self, job: &MeshJob<C>, why: &str) -> Failure {
+    /// Ends a run whose state diverged (`why`) with its `record` (summary and history)
+    /// written into the staging directory: no fields, the last checkpoint kept, the results
+    /// in the output directory unchanged; exit code 3 (or `record`'s failure).
+    pub fn diverged<C>(
+        mut self,
+        job: &MeshJob<C>,
+        why: &str,
+        record: Result<(), Failure>,
+    ) -> Failure {
         self.report.finish();
+        if let Err(e) = record {
+            return e;
+        }
         let staging = job.out.join(results::STAGING);
         let message = format!(
             "{why}; no fields written, the results in {} are unchanged; this run's summary is \
@@ -160,6 +174,27 @@ impl MeshOutput {
         match interrupted {
             true => job.out.join(results::STAGING),
             false => job.out.clone(),
+        }
+    }
+
+    /// Says how the run ended (`status`, then `what`: its steps and measures, with the
+    /// results in `dir`) and the forces on its walls.
+    pub fn tell(&mut self, status: FemStatus, what: &str, dir: &Path, forces: &[PatchForce]) {
+        let verdict = match status {
+            FemStatus::Steady => "steady",
+            FemStatus::EndTime => "reached the end time",
+            FemStatus::MaxSteps => "NOT steady (step limit)",
+            FemStatus::Interrupted | FemStatus::Diverged => "stopped",
+        };
+        (self.report).note(&format!(
+            "{verdict} after {what}; results in {}",
+            dir.display()
+        ));
+        for f in forces {
+            self.report.note(&format!(
+                "  force on {}: {:?}, coefficients {:?}",
+                f.patch, f.force, f.coefficients
+            ));
         }
     }
 }
