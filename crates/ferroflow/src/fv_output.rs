@@ -247,3 +247,18 @@ pub struct FvSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shock_tube_l1_density: Option<f64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn surface_files_are_named_after_their_patch_in_plain_characters() {
+        assert_eq!(surface_file("plate"), "surface_plate.csv");
+        assert_eq!(
+            surface_file("wing/upper side"),
+            "surface_wing_upper_side.csv"
+        );
+        assert_eq!(surface_file("a-b_c.1"), "surface_a-b_c.1.csv");
+    }
+}

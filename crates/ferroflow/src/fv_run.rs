@@ -19,7 +19,7 @@ use crate::mesh_job::MeshJob;
 use crate::mesh_run::{in_pool, restored_state, MeshOutput};
 use crate::progress::Work;
 use crate::results::{OutputDir, SUMMARY};
-use crate::run::RunArgs;
+use crate::run::{Restart, RunArgs};
 use crate::signals::Interrupt;
 use crate::world::World;
 use crate::Failure;
@@ -57,6 +57,7 @@ fn setup(job: &FvJob) -> Result<FvSetup, Failure> {
     let mesh = (case.mesh()).map_err(|e| job.invalid(case.mesh_key(), e.to_string()))?;
     let mut setup = case.setup(mesh).map_err(|(key, e)| job.invalid(&key, e))?;
     if let Some(restart) = &job.restart {
+        check_same_kind(restart, case)?;
         let vars = restored_state(restart, setup.state.len(), STATE_VARS)?;
         for (c, u) in setup.state.iter_mut().enumerate() {
             *u = std::array::from_fn(|k| vars[k][c]);
@@ -68,6 +69,25 @@ fn setup(job: &FvJob) -> Result<FvSetup, Failure> {
 /// Whether `scheme` marches to a steady state.
 fn is_steady(scheme: Scheme) -> bool {
     scheme != Scheme::SspRk3
+}
+
+/// A checkpoint continues only a run of its kind, steady or unsteady: their histories differ
+/// (residuals before each iteration, or time and rates after each step).
+fn check_same_kind(restart: &Restart, case: &FvCase) -> Result<(), Failure> {
+    let Ok(theirs) = FvCase::from_toml(&restart.checkpoint.case_toml, "checkpoint") else {
+        return Ok(());
+    };
+    let (was, is) = (theirs.numerics.scheme, case.numerics.scheme);
+    if is_steady(was) == is_steady(is) {
+        return Ok(());
+    }
+    Err(Failure::input(format!(
+        "--restart {}: the checkpoint is of a run with numerics.scheme = \"{}\", the case has \
+         \"{}\"; a steady run continues only a steady one, an unsteady run an unsteady one",
+        restart.file.display(),
+        serde_name(&was),
+        serde_name(&is)
+    )))
 }
 
 /// `ferroflow run` of a finite-volume case.

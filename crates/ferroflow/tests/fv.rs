@@ -196,6 +196,15 @@ fn runs_continued_from_their_checkpoints_end_bitwise_as_one_run() {
         assert_eq!(summary(&dir.join(&halves))["steps"], 25);
         run(dir, &["--restart", &halves, "--set", &at(50)]);
         assert_eq!(summary(&dir.join(&halves))["steps"], 50, "{case}");
+        // A steady run does not continue an unsteady one, nor the reverse.
+        let other = match case {
+            "sod-fv" => "numerics.scheme=\"rk-local\"",
+            _ => "numerics.scheme=\"ssp-rk3\"",
+        };
+        let (code, err) =
+            stderr_of(ferroflow(dir).args(["run", "--restart", &halves, "--set", other]));
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("numerics.scheme"), "{err}");
         let (whole, halves) = (dir.join(whole), dir.join(halves));
         assert_same_files(&whole, &halves, files.iter().chain(&["residuals.csv"]));
         let csv = fs::read_to_string(whole.join("residuals.csv")).unwrap();
