@@ -21,6 +21,9 @@ const KINDS: [BoxCells; 3] = [BoxCells::Hex, BoxCells::Tet6, BoxCells::Prism];
 
 type Case = (Solver, Vec<Cons>);
 
+/// A case on a mesh of given cells and limiter.
+type Setup = fn(BoxCells, Limiter) -> Case;
+
 /// A jittered box of `kind` cells with the conditions `bcs` (by side) and the state `w(x)`.
 fn case(
     kind: BoxCells,
@@ -62,7 +65,13 @@ fn walls(kind: BoxCells, limiter: Limiter) -> Case {
     ];
     case(kind, bcs, limiter, |x| {
         let s = (6.0 * x[0]).sin() * (9.0 * x[1]).cos();
-        [1.0 + 0.2 * s, 0.4 + 0.1 * s, 0.1 * x[2], -0.05, 0.7 + 0.2 * s]
+        [
+            1.0 + 0.2 * s,
+            0.4 + 0.1 * s,
+            0.1 * x[2],
+            -0.05,
+            0.7 + 0.2 * s,
+        ]
     })
 }
 
@@ -95,8 +104,7 @@ fn both((mut s, mut u): Case, iterations: usize) -> Runs {
 #[ignore = "needs a GPU: run with --ignored"]
 fn steady_iterations_give_the_cpu_bits_on_every_cell_kind() {
     gpu();
-    let setups: [(&str, fn(BoxCells, Limiter) -> Case); 2] =
-        [("shock tube", shock_tube), ("walls and outflow", walls)];
+    let setups: [(&str, Setup); 2] = [("shock tube", shock_tube), ("walls and outflow", walls)];
     for kind in KINDS {
         for (name, setup) in setups {
             for limiter in [Limiter::VanAlbada, Limiter::None] {
@@ -130,7 +138,10 @@ fn a_residual_is_the_cpus_with_stored_fluxes_and_to_rounding_with_atomics() {
             .unwrap()
             .residual()
             .unwrap();
-        assert!(bits(&stored) == bits(&want), "{kind:?}: stored fluxes differ");
+        assert!(
+            bits(&stored) == bits(&want),
+            "{kind:?}: stored fluxes differ"
+        );
         let options = CudaOptions {
             face_loop: FaceLoop::Atomic,
             ..CudaOptions::default()

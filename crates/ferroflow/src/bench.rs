@@ -887,7 +887,12 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
         return finite_volume_ablation(&args, n);
     }
     if let Some(n) = args.fv_cuda {
-        return crate::bench_fv_cuda::finite_volume_cuda(args.device, args.threads, args.repeats, n);
+        return crate::bench_fv_cuda::finite_volume_cuda(
+            args.device,
+            args.threads,
+            args.repeats,
+            n,
+        );
     }
     if !args.project.is_empty() {
         if args.blocks.is_some() {

@@ -66,8 +66,10 @@ pub fn finite_volume_cuda(
         cpu_copy / 1e9
     );
     let side = ((n as f64) / 6f64.cbrt()).round() as usize;
-    for (name, fill, side) in [("hexahedra", BoxCells::Hex, n), ("tetrahedra", BoxCells::Tet6, side)]
-    {
+    for (name, fill, side) in [
+        ("hexahedra", BoxCells::Hex, n),
+        ("tetrahedra", BoxCells::Tet6, side),
+    ] {
         let start = Instant::now();
         let mesh = box_mesh(fill, [side; 3], [1.0; 3]).map_err(Failure::input)?;
         let (mut solver, u) = pool.install(|| flow(&mesh)).map_err(Failure::runtime)?;

@@ -34,7 +34,7 @@ pub fn time(
     let device = s.device().clone();
     let timer = Timer::new(&device)?;
     let timed = |s: &mut CudaSolver,
-                     work: &dyn Fn(&mut CudaSolver) -> Result<(), BackendError>|
+                 work: &dyn Fn(&mut CudaSolver) -> Result<(), BackendError>|
      -> Result<f64, BackendError> {
         work(s)?;
         let samples = (0..repeats.max(1))

@@ -282,7 +282,11 @@ impl CudaSolver {
 
     /// Gradients of the primitive states.
     pub(crate) fn gradients(&self) -> Result<(), BackendError> {
-        self.launch(&self.kernels.gradients, self.cells, "launching fv_gradients")
+        self.launch(
+            &self.kernels.gradients,
+            self.cells,
+            "launching fv_gradients",
+        )
     }
 
     /// The face loop and, with stored fluxes, the gather: the residual in `r`.
@@ -316,7 +320,11 @@ impl CudaSolver {
     fn time_steps(&mut self, cfl: f64) -> Result<(), BackendError> {
         self.args.cfl = cfl;
         self.launch(&self.kernels.waves, self.faces, "launching fv_waves")?;
-        self.launch(&self.kernels.time_steps, self.cells, "launching fv_time_steps")
+        self.launch(
+            &self.kernels.time_steps,
+            self.cells,
+            "launching fv_time_steps",
+        )
     }
 
     /// Σ (R_ρ/Ω)² into `norm`.
@@ -408,5 +416,33 @@ impl CudaSolver {
         }
         self.device.stream.synchronize().check("iterating")?;
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::boundary::Boundary;
+    use crate::flux::Limiter;
+    use crate::gas::Gas;
+    use crate::viscous::{Viscosity, Viscous};
+    use ferroflow_mesh::generate::{box_mesh, BoxCells, SIDES};
+
+    /// Refused before any device is opened: the same answer with or without a GPU.
+    #[test]
+    fn viscous_flow_and_exact_boundaries_are_refused() {
+        let mesh = box_mesh(BoxCells::Hex, [3, 2, 2], [1.0; 3]).unwrap();
+        let walls = SIDES.map(|s| (s, Boundary::SlipWall));
+        let mut s = Solver::new(&mesh, Gas::AIR, Limiter::VanAlbada, &walls).unwrap();
+        let u = s.sample(|_| [1.0, 0.1, 0.0, 0.0, 1.0]);
+        s.viscous = Some(Viscous::air(Viscosity::Constant(0.01)));
+        let e = CudaSolver::new(&s, &u, &CudaOptions::default()).err();
+        let e = e.expect("a refusal").to_string();
+        assert!(e.contains("does not support viscous fluxes"), "{e}");
+        let exact = SIDES.map(|s| (s, Boundary::Exact(|_, _| [1.0, 0.0, 0.0, 0.0, 1.0])));
+        let s = Solver::new(&mesh, Gas::AIR, Limiter::VanAlbada, &exact).unwrap();
+        let e = CudaSolver::new(&s, &u, &CudaOptions::default()).err();
+        let e = e.expect("a refusal").to_string();
+        assert!(e.contains("an exact-solution boundary"), "{e}");
     }
 }
