@@ -214,4 +214,65 @@ __device__ __forceinline__ void ghost(double g, const Patch& bc, const double* w
     }
 }
 
+// The viscosity (src/viscous.rs `Viscous`, `Viscosity`), mirrored by `ViscousArgs` in
+// src/cuda/args.rs: `law` 0 for the Euler equations, 1 a constant μ, 2 Sutherland's law
+// μ (T/T_ref)^{3/2} (T_ref + S)/(T + S).
+struct Viscosity {
+    idx_t law;
+    double mu, t_ref, s, prandtl;
+};
+
+#define INVISCID 0
+#define CONSTANT_VISCOSITY 1
+
+// Viscosity::at.
+__device__ __forceinline__ double viscosity_at(const Viscosity& v, double t) {
+    if (v.law == CONSTANT_VISCOSITY) return v.mu;
+    return v.mu * pow(t / v.t_ref, 1.5) * (v.t_ref + v.s) / (t + v.s);
+}
+
+// Viscous::spectral_radius.
+__device__ __forceinline__ double viscous_radius(const Viscosity& v, double gamma,
+                                                 const double* w, double distance) {
+    const double mu = viscosity_at(v, w[4] / w[0]);
+    return 2.0 * fmax(4.0 / 3.0, gamma / v.prandtl) * mu / (w[0] * distance);
+}
+
+// Viscous::flux: the viscous flux per unit area through `n` where the velocity is `vel`, the
+// temperature `t`, the gradients of u, v, w and T `g` (row q: ∂q/∂x).
+__device__ __forceinline__ void viscous_flux(const Viscosity& v, double gamma,
+                                             const double* vel, double t, const double (*g)[3],
+                                             const double* n, double* out) {
+    const double mu = viscosity_at(v, t);
+    const double bulk = -2.0 / 3.0 * (g[0][0] + g[1][1] + g[2][2]);
+    double stress[3];
+    for (int i = 0; i < 3; ++i) {
+        // Rust's f64 sums start from -0.
+        double shear = -0.0;
+        for (int j = 0; j < 3; ++j) shear += (g[i][j] + g[j][i]) * n[j];
+        stress[i] = mu * (shear + bulk * n[i]);
+    }
+    const double heat = gamma / (gamma - 1.0) * mu / v.prandtl * dot3(g[3], n);
+    out[0] = 0.0;
+    for (int i = 0; i < 3; ++i) out[i + 1] = stress[i];
+    out[4] = dot3(stress, vel) + heat;
+}
+
+// viscous::face_gradient: the mean gradient with its part along d replaced by the jump.
+__device__ __forceinline__ void face_gradient(double* mean, double jump, const double* d) {
+    const double dd = dot3(d, d);
+    const double along = (dot3(mean, d) - jump) / dd;
+    for (int k = 0; k < 3; ++k) mean[k] = mean[k] - along * d[k];
+}
+
+// viscous::gradients_of: the gradients of u, v, w and T of a cell of state `w` and
+// primitive gradients `g` (variable v's at g[3 v]); ∇T = (∇p − T∇ρ)/ρ.
+__device__ __forceinline__ void velocity_temperature_gradients(const double* w, const double* g,
+                                                               double (*out)[3]) {
+    const double t = w[4] / w[0];
+    for (int q = 0; q < 3; ++q)
+        for (int k = 0; k < 3; ++k) out[q][k] = g[3 * (q + 1) + k];
+    for (int k = 0; k < 3; ++k) out[3][k] = (g[12 + k] - t * g[k]) / w[0];
+}
+
 #endif

@@ -1,7 +1,7 @@
 // The explicit steady iteration's loops (src/residual.rs, src/time.rs `steady`): one thread
 // per cell for the cell loops, gathering over the cell's faces in ascending order as the CPU
 // does, one thread per face for the face loops. The face fluxes are stored and gathered
-// (`fv_faces`, `fv_gather`: the CPU's bits); `fv_faces_atomic` adds them to the cells with
+// (`fv_faces`, `fv_viscous`, `fv_gather`: the CPU's bits); `fv_faces_atomic` adds them to the cells with
 // atomics instead (faster where it is, not bitwise: the order of the additions is the
 // hardware's). Arrays are structures of arrays: component k of item i at [k * count + i].
 // The host (src/cuda/solver.rs) launches them in the CPU's order; FV_THREADS is the threads per
@@ -37,6 +37,7 @@ struct Step {
     double* partials;            // a partial sum per block of fv_norm
     double gamma, cfl, alpha;
     idx_t limiter;
+    Viscosity viscosity;
 };
 
 __device__ __forceinline__ idx_t item() { return (idx_t)blockIdx.x * blockDim.x + threadIdx.x; }
@@ -160,6 +161,51 @@ extern "C" __global__ void fv_faces_atomic(const Step a) {
     }
 }
 
+// viscous::subtract_fluxes: each face's viscous flux times area taken from its stored flux.
+extern "C" __global__ void fv_viscous(const Step a) {
+    const idx_t f = item();
+    if (f >= a.faces) return;
+    const idx_t n = a.cells + (a.faces - a.internal);
+    const idx_t l = __ldg(a.left + f), rt = __ldg(a.right + f);
+    double wl[5], wr[5], g[15], gl[4][3], gr[4][3], xl[3], xr[3], d[3], nf[3];
+    load_prim(a, l, wl);
+    load_prim(a, rt, wr);
+    for (int k = 0; k < 15; ++k) g[k] = load(a.grad, k * a.cells + l);
+    velocity_temperature_gradients(wl, g, gl);
+    // A ghost has no gradient of its own: the cell's stands for the mean.
+    if (rt < a.cells) {
+        for (int k = 0; k < 15; ++k) g[k] = load(a.grad, k * a.cells + rt);
+        velocity_temperature_gradients(wr, g, gr);
+    } else {
+        for (int q = 0; q < 4; ++q)
+            for (int k = 0; k < 3; ++k) gr[q][k] = gl[q][k];
+    }
+    const double ql[4] = {wl[1], wl[2], wl[3], wl[4] / wl[0]};
+    const double qr[4] = {wr[1], wr[2], wr[3], wr[4] / wr[0]};
+    load_point(a.centroid, n, l, xl);
+    load_point(a.centroid, n, rt, xr);
+    for (int k = 0; k < 3; ++k) d[k] = xr[k] - xl[k];
+    double grad[4][3];
+    for (int q = 0; q < 4; ++q) {
+        for (int k = 0; k < 3; ++k) grad[q][k] = 0.5 * (gl[q][k] + gr[q][k]);
+        face_gradient(grad[q], qr[q] - ql[q], d);
+    }
+    const double v[3] = {0.5 * (ql[0] + qr[0]), 0.5 * (ql[1] + qr[1]), 0.5 * (ql[2] + qr[2])};
+    const double t = 0.5 * (ql[3] + qr[3]);
+    load_point(a.normal, a.faces, f, nf);
+    double out[5];
+    viscous_flux(a.viscosity, a.gamma, v, t, grad, nf, out);
+    // A slip wall is a symmetry plane: the normal stress only.
+    if (f >= a.internal && a.patches[a.patch[f - a.internal]].kind == SLIP_WALL) {
+        const double normal = out[1] * nf[0] + out[2] * nf[1] + out[3] * nf[2];
+        out[0] = 0.0;
+        for (int k = 0; k < 3; ++k) out[k + 1] = normal * nf[k];
+        out[4] = 0.0;
+    }
+    const double area = load(a.area, f);
+    for (int k = 0; k < 5; ++k) a.flux[k * a.faces + f] -= out[k] * area;
+}
+
 // Solver::gather: each cell's residual from its faces' fluxes, in order.
 extern "C" __global__ void fv_gather(const Step a) {
     const idx_t c = item();
@@ -174,7 +220,8 @@ extern "C" __global__ void fv_gather(const Step a) {
     for (int v = 0; v < 5; ++v) a.r[v * a.cells + c] = r[v];
 }
 
-// Solver::time_steps, face part: (|V·n| + c) A of the mean of the face's two states.
+// Solver::time_steps, face part: (|V·n| + c) A of the mean of the face's two states, plus
+// the viscous radius (viscous::add_spectral_radii).
 extern "C" __global__ void fv_waves(const Step a) {
     const idx_t f = item();
     if (f >= a.faces) return;
@@ -183,14 +230,25 @@ extern "C" __global__ void fv_waves(const Step a) {
     load_prim(a, a.right[f], r);
     for (int v = 0; v < 5; ++v) w[v] = 0.5 * (l[v] + r[v]);
     load_point(a.normal, a.faces, f, nf);
-    a.wave[f] = (fabs(normal_velocity(w, nf)) + sound(a.gamma, w)) * a.area[f];
+    const double area = a.area[f];
+    double wave = (fabs(normal_velocity(w, nf)) + sound(a.gamma, w)) * area;
+    if (a.viscosity.law != INVISCID) {
+        const idx_t n = a.cells + (a.faces - a.internal);
+        double xl[3], xr[3], d[3];
+        load_point(a.centroid, n, a.left[f], xl);
+        load_point(a.centroid, n, a.right[f], xr);
+        for (int k = 0; k < 3; ++k) d[k] = xr[k] - xl[k];
+        wave += viscous_radius(a.viscosity, a.gamma, w, dot3(d, nf)) * area;
+    }
+    a.wave[f] = wave;
 }
 
 // Solver::time_steps, cell part: CFL Ω / Σ_f λ_f A_f, the faces in order.
 extern "C" __global__ void fv_time_steps(const Step a) {
     const idx_t c = item();
     if (c >= a.cells) return;
-    double sum = 0.0;
+    // Rust's f64 sums start from -0.
+    double sum = -0.0;
     for (idx_t p = a.offsets[c]; p < a.offsets[c + 1]; ++p) sum += load(a.wave, __ldg(a.cell_faces + p));
     a.dt[c] = a.cfl * a.volume[c] / sum;
 }

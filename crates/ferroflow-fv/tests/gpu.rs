@@ -1,6 +1,7 @@
 //! GPU tests of the finite volumes' CUDA solver: after steady iterations on jittered boxes of
 //! hexahedra, tetrahedra and prisms (a shock tube between slip walls; a flow between moving,
-//! adiabatic and isothermal walls and an outflow), the GPU's state is the CPU's bit for bit;
+//! adiabatic and isothermal walls and an outflow, inviscid and viscous), the GPU's state is
+//! the CPU's bit for bit;
 //! one residual is the CPU's with stored fluxes and agrees to rounding with atomics; the bump
 //! (inflow ghosts use the device's `pow`) agrees to rounding. They need a GPU, so `cargo test`
 //! ignores them; run with `--ignored` they fail where no GPU is usable.
@@ -8,7 +9,7 @@ use ferroflow_cuda::probe;
 use ferroflow_fv::cuda::{CudaOptions, CudaSolver, FaceLoop};
 use ferroflow_fv::gas::Cons;
 use ferroflow_fv::time::{steady, FOUR_STAGE};
-use ferroflow_fv::{bump, Boundary, Gas, Limiter, Solver};
+use ferroflow_fv::{bump, Boundary, Gas, Limiter, Solver, Viscosity, Viscous};
 use ferroflow_mesh::generate::{box_mesh, jitter, BoxCells, SIDES};
 
 /// Names the device, or fails: these tests are ignored unless asked for, and then need a GPU.
@@ -73,6 +74,14 @@ fn walls(kind: BoxCells, limiter: Limiter) -> Case {
             0.7 + 0.2 * s,
         ]
     })
+}
+
+/// The walls' flow, Navier–Stokes with a constant viscosity (slip walls pass the normal
+/// stress only).
+fn viscous_walls(kind: BoxCells, limiter: Limiter) -> Case {
+    let (mut s, u) = walls(kind, limiter);
+    s.viscous = Some(Viscous::air(Viscosity::Constant(0.02)));
+    (s, u)
 }
 
 fn bits(u: &[Cons]) -> Vec<u64> {

@@ -2,6 +2,7 @@
 //! and kernels/fv.cuh.
 use crate::boundary::Boundary;
 use crate::flux::Limiter;
+use crate::viscous::{Viscosity, Viscous};
 use ferroflow_core::BackendError;
 use ferroflow_cuda::cudarc::driver::sys::CUdeviceptr;
 use ferroflow_cuda::cudarc::driver::DeviceRepr;
@@ -51,6 +52,37 @@ pub(super) fn limiter_code(limiter: Limiter) -> i64 {
     }
 }
 
+/// `Viscosity` of kernels/fv.cuh: the law (0 for the Euler equations) and its numbers.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct ViscousArgs {
+    law: i64,
+    mu: f64,
+    t_ref: f64,
+    s: f64,
+    prandtl: f64,
+}
+
+impl ViscousArgs {
+    /// The device's form of `viscous`.
+    pub(super) fn new(viscous: Option<Viscous>) -> ViscousArgs {
+        let (law, mu, t_ref, s, prandtl) = match viscous {
+            None => (0, 0.0, 0.0, 0.0, 0.0),
+            Some(v) => match v.viscosity {
+                Viscosity::Constant(mu) => (1, mu, 0.0, 0.0, v.prandtl),
+                Viscosity::Sutherland { mu, t, s } => (2, mu, t, s, v.prandtl),
+            },
+        };
+        ViscousArgs {
+            law,
+            mu,
+            t_ref,
+            s,
+            prandtl,
+        }
+    }
+}
+
 /// `Step` of kernels/fv_step.cu.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -84,6 +116,7 @@ pub(super) struct StepArgs {
     pub cfl: f64,
     pub alpha: f64,
     pub limiter: i64,
+    pub viscosity: ViscousArgs,
 }
 
 // SAFETY: C structs of device addresses and numbers, without padding.
@@ -112,6 +145,6 @@ mod tests {
             0.7
         );
         assert_eq!(std::mem::size_of::<PatchArgs>(), 72);
-        assert_eq!(std::mem::size_of::<StepArgs>(), 8 * (4 + 21 + 3 + 1));
+        assert_eq!(std::mem::size_of::<StepArgs>(), 8 * (4 + 21 + 3 + 1 + 5));
     }
 }

@@ -1,6 +1,6 @@
 //! [`CudaSolver`]: the mesh, the state and the iteration's buffers on a GPU, and the steady
 //! iteration of [`crate::time::steady`] run there.
-use super::args::{limiter_code, PatchArgs, StepArgs};
+use super::args::{limiter_code, PatchArgs, StepArgs, ViscousArgs};
 use super::{step_build, NORM_THREADS};
 use crate::gas::Cons;
 use crate::residual::Solver;
@@ -47,6 +47,7 @@ struct Kernels {
     gradients: CudaFunction,
     faces: CudaFunction,
     faces_atomic: CudaFunction,
+    viscous: CudaFunction,
     gather: CudaFunction,
     waves: CudaFunction,
     time_steps: CudaFunction,
@@ -69,6 +70,7 @@ pub struct CudaSolver {
     norm: CudaSlice<f64>,
     cells: usize,
     faces: usize,
+    viscous: bool,
 }
 
 /// Threads per face and cell loop's block, and a grid of them over `items`.
@@ -90,12 +92,12 @@ fn transposed<const K: usize>(values: &[[f64; K]]) -> Vec<f64> {
 impl CudaSolver {
     /// `solver`'s mesh, gas, limiter and conditions on the GPU `options.device`, with the
     /// state `u`; an error says why there is none, what does not fit, or what the GPU lacks
-    /// (viscous fluxes, exact-solution boundaries).
+    /// (exact-solution boundaries, viscous fluxes with atomics).
     pub fn new(solver: &Solver, u: &[Cons], options: &CudaOptions) -> Result<Self, BackendError> {
-        if solver.viscous.is_some() {
+        if solver.viscous.is_some() && options.face_loop == FaceLoop::Atomic {
             return Err(BackendError::NotSuitable {
                 backend: "cuda",
-                what: "viscous fluxes in the finite-volume solver (Euler only)".into(),
+                what: "viscous fluxes with the atomic face loop (store the fluxes)".into(),
             });
         }
         let patches = (solver.boundaries.iter())
@@ -129,6 +131,7 @@ impl CudaSolver {
             gradients: f("fv_gradients")?,
             faces: f("fv_faces")?,
             faces_atomic: f("fv_faces_atomic")?,
+            viscous: f("fv_viscous")?,
             gather: f("fv_gather")?,
             waves: f("fv_waves")?,
             time_steps: f("fv_time_steps")?,
@@ -199,6 +202,7 @@ impl CudaSolver {
             cfl: 0.0,
             alpha: 0.0,
             limiter: limiter_code(solver.limiter),
+            viscosity: ViscousArgs::new(solver.viscous),
         };
         let norm = zeros(1)?;
         Ok(CudaSolver {
@@ -212,6 +216,7 @@ impl CudaSolver {
             norm,
             cells,
             faces,
+            viscous: solver.viscous.is_some(),
             device,
         })
     }
@@ -306,9 +311,13 @@ impl CudaSolver {
         }
     }
 
-    /// The face loop, fluxes stored.
+    /// The face loop, fluxes stored; in viscous flow the viscous fluxes taken from them.
     pub(crate) fn faces_stored(&self) -> Result<(), BackendError> {
-        self.launch(&self.kernels.faces, self.faces, "launching fv_faces")
+        self.launch(&self.kernels.faces, self.faces, "launching fv_faces")?;
+        if self.viscous {
+            self.launch(&self.kernels.viscous, self.faces, "launching fv_viscous")?;
+        }
+        Ok(())
     }
 
     /// The gather of the stored fluxes.
@@ -430,15 +439,22 @@ mod tests {
 
     /// Refused before any device is opened: the same answer with or without a GPU.
     #[test]
-    fn viscous_flow_and_exact_boundaries_are_refused() {
+    fn exact_boundaries_and_viscous_atomics_are_refused() {
         let mesh = box_mesh(BoxCells::Hex, [3, 2, 2], [1.0; 3]).unwrap();
         let walls = SIDES.map(|s| (s, Boundary::SlipWall));
         let mut s = Solver::new(&mesh, Gas::AIR, Limiter::VanAlbada, &walls).unwrap();
         let u = s.sample(|_| [1.0, 0.1, 0.0, 0.0, 1.0]);
         s.viscous = Some(Viscous::air(Viscosity::Constant(0.01)));
-        let e = CudaSolver::new(&s, &u, &CudaOptions::default()).err();
+        let atomic = CudaOptions {
+            face_loop: FaceLoop::Atomic,
+            ..CudaOptions::default()
+        };
+        let e = CudaSolver::new(&s, &u, &atomic).err();
         let e = e.expect("a refusal").to_string();
-        assert!(e.contains("does not support viscous fluxes"), "{e}");
+        assert!(
+            e.contains("viscous fluxes with the atomic face loop"),
+            "{e}"
+        );
         let exact = SIDES.map(|s| (s, Boundary::Exact(|_, _| [1.0, 0.0, 0.0, 0.0, 1.0])));
         let s = Solver::new(&mesh, Gas::AIR, Limiter::VanAlbada, &exact).unwrap();
         let e = CudaSolver::new(&s, &u, &CudaOptions::default()).err();
