@@ -113,7 +113,11 @@ fn both((mut s, mut u): Case, iterations: usize) -> Runs {
 #[ignore = "needs a GPU: run with --ignored"]
 fn steady_iterations_give_the_cpu_bits_on_every_cell_kind() {
     gpu();
-    let setups: [(&str, Setup); 2] = [("shock tube", shock_tube), ("walls and outflow", walls)];
+    let setups: [(&str, Setup); 3] = [
+        ("shock tube", shock_tube),
+        ("walls and outflow", walls),
+        ("viscous walls and outflow", viscous_walls),
+    ];
     for kind in KINDS {
         for (name, setup) in setups {
             for limiter in [Limiter::VanAlbada, Limiter::None] {
