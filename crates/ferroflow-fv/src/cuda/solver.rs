@@ -6,9 +6,9 @@ use crate::gas::Cons;
 use crate::residual::Solver;
 use crate::time::Steady;
 use ferroflow_core::BackendError;
-use ferroflow_cuda::cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use ferroflow_cuda::cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
 use ferroflow_cuda::cudarc::nvrtc::Ptx;
-use ferroflow_cuda::{address, Check, Device, ReduceKernel};
+use ferroflow_cuda::{address, grid, Check, Device, ReduceKernel};
 
 /// How the face loop's fluxes reach the cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,15 +71,6 @@ pub struct CudaSolver {
     cells: usize,
     faces: usize,
     viscous: bool,
-}
-
-/// Threads per face and cell loop's block, and a grid of them over `items`.
-fn grid(items: usize, threads: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (items.div_ceil(threads as usize).max(1) as u32, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
-    }
 }
 
 /// Component k of item i at k × n + i: `values` (items of K numbers) as a structure of arrays.
