@@ -1,6 +1,7 @@
 //! The `ferroflow` command-line program.
 mod backends;
 mod bench;
+mod bench_fv_cuda;
 mod cases;
 mod check;
 mod fem_run;
