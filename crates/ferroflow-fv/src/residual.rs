@@ -324,6 +324,30 @@ mod tests {
         }
     }
 
+    /// An order that is not a permutation of the cells is refused, naming the entry; a
+    /// permutation maps states there and back.
+    #[test]
+    fn a_cell_order_must_be_a_permutation() {
+        let mesh = mixed_mesh();
+        let n = mesh.cells.len();
+        let bc = [("boundary", Boundary::SlipWall)];
+        let new = |order: &[usize]| Solver::reordered(&mesh, order, Gas::AIR, Limiter::None, &bc);
+        let mut order: Vec<usize> = (0..n).rev().collect();
+        order[1] = order[0];
+        let e = new(&order).err().unwrap().to_string();
+        assert!(e.contains(&format!("{} is not one", n - 1)), "{e}");
+        order[1] = n - 2;
+        let e = new(&order[..n - 1]).err().unwrap().to_string();
+        assert!(
+            e.contains(&format!("{} entries for {n} cells", n - 1)),
+            "{e}"
+        );
+        let s = new(&order).unwrap();
+        let x: Vec<usize> = (0..n).collect();
+        assert_eq!(s.from_user(&x), order);
+        assert_eq!(s.to_user(&s.from_user(&x)), x);
+    }
+
     /// A random state: the cells' residuals add up to what leaves through the boundary.
     #[test]
     fn the_face_loop_conserves() {
