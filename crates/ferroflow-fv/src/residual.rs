@@ -135,8 +135,8 @@ impl Solver {
         Ok(s)
     }
 
-    /// `x` of each cell, in the solver's numbering, in the numbering of the mesh the solver
-    /// was made from.
+    /// `x` of each cell (one entry per cell), in the solver's numbering, in the numbering of
+    /// the mesh the solver was made from.
     pub fn to_user<T: Copy>(&self, x: &[T]) -> Vec<T> {
         let mut out = x.to_vec();
         if let Some(user) = &self.user_cells {
@@ -147,8 +147,8 @@ impl Solver {
         out
     }
 
-    /// `x` of each cell, in the numbering of the mesh the solver was made from, in the
-    /// solver's.
+    /// `x` of each cell (one entry per cell), in the numbering of the mesh the solver was
+    /// made from, in the solver's.
     pub fn from_user<T: Copy>(&self, x: &[T]) -> Vec<T> {
         match &self.user_cells {
             Some(user) => user.iter().map(|&u| x[u as usize]).collect(),

@@ -9,6 +9,9 @@
 //! A boundary face's second side is its ghost: the wall states of [`crate::boundary`] make
 //! the difference across the face the wall's no-slip or isothermal condition. A slip wall is
 //! a symmetry plane: its faces pass the normal stress only, no shear and no heat.
+//!
+//! The per-face formulas ([`Viscous::face`]) are written once over [`Lane`]: the reference
+//! loops call them for one face, the fast loops of [`crate::fast`] for four.
 use crate::boundary::Boundary;
 use crate::gas::{dot, Gas, Prim, Vec3};
 use crate::geometry::sub;
