@@ -216,8 +216,7 @@ impl Station {
     }
 }
 
-/// The plate's stations of the prepared state of `s` (after [`Solver::prepare`]), ordered
-/// by x.
+/// The plate's stations of the prepared state of `s` (after a residual), ordered by x.
 pub fn surface(s: &Solver) -> Vec<Station> {
     let g = &s.geometry;
     let free = free_stream(s.gas);
@@ -289,12 +288,11 @@ pub fn run(grading: Grading) -> Result<FlatPlate, MeshError> {
     let converged = |r: [f64; 5]| r[1] <= target;
     let iterations = in_batches(&mut s, &mut u, (50, MAX_ITERATIONS), iterate, converged);
     let seconds = clock.elapsed().as_secs_f64();
-    // The reference loops' states and gradients, which `surface` reads.
-    s.prepare(&u, 0.0);
     Ok(FlatPlate {
         cells: s.geometry.cells,
         iterations,
         seconds,
+        // `in_batches` left the states and gradients of the last `u` prepared.
         surface: surface(&s),
     })
 }

@@ -120,9 +120,13 @@ pub fn steady(
     out
 }
 
-/// The RMS over the cells of each component of R/Ω for the state `u` (`r` its scratch).
+/// The RMS over the cells of each component of R/Ω for the state `u` (`r` its scratch). A
+/// measure, not a step: by the reference loops ([`Solver::residual`]), which leave the
+/// solver's states and gradients prepared for what is read from them (surface stresses,
+/// [`crate::viscous::face_flux`]); bitwise what the integrators evaluate, with the default
+/// loops.
 pub fn residual_rms(s: &mut Solver, u: &[Cons], r: &mut [Cons]) -> [f64; 5] {
-    s.evaluate(u, 0.0, r);
+    s.residual(u, 0.0, r);
     let mut sum = [0.0; 5];
     for (r, v) in r.iter().zip(&s.geometry.volume) {
         (0..5).for_each(|k| sum[k] += (r[k] / v).powi(2));
@@ -131,8 +135,8 @@ pub fn residual_rms(s: &mut Solver, u: &[Cons], r: &mut [Cons]) -> [f64; 5] {
 }
 
 /// `iterate(s, u, batch)` repeated until `done` holds for the [`residual_rms`] checked
-/// before each batch; the iterations taken, or None once `max` have not sufficed. For a
-/// stopping rule that the steady iterations' own,
+/// before each batch; the iterations taken, or None once `max` have not sufficed. The solver
+/// is left prepared for the last state. For a stopping rule that the steady iterations' own,
 /// a drop from the first density residual, cannot state: one for a residual that starts near
 /// zero (an impulsive start puts it at a wall, in the momentum) or for every component.
 pub fn in_batches(
