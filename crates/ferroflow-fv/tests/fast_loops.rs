@@ -3,7 +3,8 @@
 //! on small hexahedral, prismatic and tetrahedral meshes, on 1 and 2 threads. Stored fluxes
 //! and the serial scatter add each cell's faces in the reference's order: the residual and
 //! every integrator's states are bitwise the reference's. Colouring adds them in colour
-//! order: not bitwise, the same on any thread count.
+//! order: not bitwise, the same on any thread count. The tetrahedral meshes (960 to 1,536
+//! cells, 2,296 to 3,648 faces) split the loops into several rayon tasks.
 use ferroflow_fv::fast::{Conflicts, Options};
 use ferroflow_fv::gas::Cons;
 use ferroflow_fv::implicit::{steady_implicit, Implicit};
