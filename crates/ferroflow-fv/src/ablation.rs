@@ -1,16 +1,25 @@
 //! Seed 004's ablation: the residual's loops ([`Loops`]) timed step by step from the
 //! baseline (scalar, structure of arrays, the mesh's own numbering, stored fluxes) through
-//! renumbering, vectorisation, the cell layout, the ways faces reach cells, and prefetching.
-//! One iteration is one residual evaluation: the cell loops before the face loop (states,
-//! ghosts, gradients), the face loop, the gather.
+//! renumbering, vectorisation, the cell layout, the ways faces reach cells, and prefetching;
+//! then the default loops and the reference ones on the mesh's own numbering.
+//! Each row times one residual evaluation part by part (the cell loops before the face loop:
+//! states, ghosts, gradients; the face loop; the gather) and whole iterations of the
+//! explicit steady integrator ([`steady`], the four-stage scheme at local steps: the time
+//! steps, four residuals and updates), which evaluates R through the same loops
+//! ([`Solver::evaluate`] with the row's [`Solver::loops`]) on the solver the row set up
+//! ([`Solver::new`], or [`Solver::reordered`] for the renumbered rows).
 use crate::bench::flow;
 use crate::fast::{Conflicts, Loops, Options};
 use crate::gas::Cons;
 use crate::layout::Layout;
 use crate::residual::Solver;
-use ferroflow_mesh::renumber::renumber_cells;
+use crate::time::{steady, FOUR_STAGE};
+use ferroflow_mesh::renumber::cell_order;
 use ferroflow_mesh::{Mesh, MeshError};
 use std::time::Instant;
+
+/// Courant number of the timed integrator iterations (that of the steady tests).
+pub const CFL: f64 = 3.0;
 
 /// One row of the ablation.
 #[derive(Debug, Clone, Copy)]
@@ -19,8 +28,8 @@ pub struct Step {
     pub label: &'static str,
     /// On the cells renumbered by reverse Cuthill–McKee (faces sorted by cell with them).
     pub renumbered: bool,
-    /// The loops' options.
-    pub options: Options,
+    /// The fast loops' options, or `None` for the reference loops of [`Solver::residual`].
+    pub options: Option<Options>,
 }
 
 /// The rows, each adding to the last ("+") or trying an alternative to it ("instead").
@@ -38,7 +47,7 @@ pub fn steps() -> Vec<Step> {
     let step = |label, renumbered, options| Step {
         label,
         renumbered,
-        options,
+        options: Some(options),
     };
     let mut out = vec![
         step("baseline: scalar, SoA, stored fluxes", false, base),
@@ -77,6 +86,17 @@ pub fn steps() -> Vec<Step> {
             },
         ));
     }
+    // What a solver made without renumbering runs, and what it ran before the fast loops.
+    out.push(step(
+        "the default loops without renumbering",
+        false,
+        Options::DEFAULT,
+    ));
+    out.push(Step {
+        label: "the reference loops (Solver::residual) without renumbering",
+        renumbered: false,
+        options: None,
+    });
     out
 }
 
@@ -93,26 +113,26 @@ pub struct Meshes {
 impl Meshes {
     /// `mesh` as given and renumbered.
     pub fn new(mesh: &Mesh) -> Result<Meshes, MeshError> {
-        let mut ordered = mesh.clone();
-        let bandwidth = renumber_cells(&mut ordered)?;
+        let (order, bandwidth) = cell_order(mesh)?;
         Ok(Meshes {
-            given: flow(mesh)?,
-            renumbered: flow(&ordered)?,
+            given: flow(mesh, None)?,
+            renumbered: flow(mesh, Some(&order))?,
             bandwidth,
         })
     }
 
     /// The solver and flow `step` runs on.
-    pub fn of(&self, step: &Step) -> &(Solver, Vec<Cons>) {
+    pub fn of(&mut self, step: &Step) -> &mut (Solver, Vec<Cons>) {
         if step.renumbered {
-            &self.renumbered
+            &mut self.renumbered
         } else {
-            &self.given
+            &mut self.given
         }
     }
 }
 
-/// Seconds of one iteration's parts, each the best of the repetitions.
+/// Seconds of one residual's parts, each the best of the repetitions, and of one integrator
+/// iteration.
 #[derive(Debug, Clone, Copy)]
 pub struct Times {
     /// The cell loops before the face loop.
@@ -121,7 +141,9 @@ pub struct Times {
     pub face: f64,
     /// The gather after it.
     pub gather: f64,
-    /// The three in a row.
+    /// The three in a row: one residual.
+    pub residual: f64,
+    /// One iteration of [`steady`]: the mean of `repeats` in one call.
     pub iteration: f64,
 }
 
@@ -132,33 +154,58 @@ impl Times {
     }
 }
 
-/// The loops of `step` timed on the current rayon pool over `repeats` iterations after one
-/// untimed one.
-pub fn time(meshes: &Meshes, step: &Step, repeats: usize) -> Times {
+/// `step` timed on the current rayon pool: its loops' parts over `repeats` residuals after
+/// one untimed one, then `repeats` iterations of [`steady`] in one call after one untimed
+/// iteration (which builds the solver's loops).
+pub fn time(meshes: &mut Meshes, step: &Step, repeats: usize) -> Times {
+    let repeats = repeats.max(1);
     let (solver, u) = meshes.of(step);
-    let mut loops = Loops::new(solver, step.options);
-    let mut r = vec![[0.0; 5]; u.len()];
-    loops.residual(u, 0.0, &mut r);
     let mut best = [f64::INFINITY; 4];
-    for _ in 0..repeats.max(1) {
-        let mut t = [0.0; 3];
-        let start = Instant::now();
-        loops.prepare(u, 0.0);
-        t[0] = start.elapsed().as_secs_f64();
-        loops.face_loop(0.0, &mut r);
-        t[1] = start.elapsed().as_secs_f64() - t[0];
-        std::hint::black_box(loops.gather(&mut r));
-        let total = start.elapsed().as_secs_f64();
-        t[2] = total - t[0] - t[1];
-        for (b, x) in best.iter_mut().zip([t[0], t[1], t[2], total]) {
-            *b = b.min(x);
+    {
+        let mut loops = step.options.map(|options| Loops::new(solver, options));
+        let mut r = vec![[0.0; 5]; u.len()];
+        for repeat in 0..=repeats {
+            let mut t = [0.0; 3];
+            let start = Instant::now();
+            match &mut loops {
+                Some(loops) => {
+                    loops.prepare(solver, u, 0.0);
+                    t[0] = start.elapsed().as_secs_f64();
+                    loops.face_loop(solver, 0.0, &mut r);
+                    t[1] = start.elapsed().as_secs_f64() - t[0];
+                    std::hint::black_box(loops.gather(solver, &mut r));
+                }
+                None => {
+                    solver.prepare(u, 0.0);
+                    t[0] = start.elapsed().as_secs_f64();
+                    solver.face_loop(0.0);
+                    t[1] = start.elapsed().as_secs_f64() - t[0];
+                    std::hint::black_box(solver.gather(&mut r));
+                }
+            }
+            let total = start.elapsed().as_secs_f64();
+            t[2] = total - t[0] - t[1];
+            // The first residual is untimed.
+            if repeat > 0 {
+                for (b, x) in best.iter_mut().zip([t[0], t[1], t[2], total]) {
+                    *b = b.min(x);
+                }
+            }
         }
     }
+    solver.loops = step.options;
+    let mut v = u.clone();
+    steady(solver, &mut v, CFL, &FOUR_STAGE, (0.0, 1));
+    v.copy_from_slice(u);
+    let start = Instant::now();
+    let run = steady(solver, &mut v, CFL, &FOUR_STAGE, (0.0, repeats));
+    let iteration = start.elapsed().as_secs_f64() / run.iterations as f64;
     Times {
         prepare: best[0],
         face: best[1],
         gather: best[2],
-        iteration: best[3],
+        residual: best[3],
+        iteration,
     }
 }
 
@@ -171,18 +218,23 @@ mod tests {
     fn every_step_runs_and_renumbering_narrows() {
         let mut mesh = box_mesh(BoxCells::Tet6, [6, 6, 6], [1.0; 3]).unwrap();
         shuffle(&mut mesh, 2);
-        let meshes = Meshes::new(&mesh).unwrap();
+        let mut meshes = Meshes::new(&mesh).unwrap();
         let [before, after] = meshes.bandwidth;
         assert!(after * 5 < before, "{before} -> {after}");
         let steps = steps();
-        assert_eq!(steps[0].options, Options::BASELINE);
-        assert!(!steps[0].renumbered && steps[1..].iter().all(|s| s.renumbered));
+        assert_eq!(steps[0].options, Some(Options::BASELINE));
+        let renumbered = steps.iter().filter(|s| s.renumbered).count();
+        assert!(!steps[0].renumbered && renumbered + 3 == steps.len());
+        assert_eq!(steps.last().unwrap().options, None);
         for step in &steps {
-            let t = time(&meshes, step, 2);
+            let t = time(&mut meshes, step, 2);
             assert!(
-                t.face > 0.0 && t.iteration >= t.face + t.cells() * 0.999,
+                t.face > 0.0 && t.residual >= t.face + t.cells() * 0.999,
                 "{t:?}"
             );
+            assert!(t.iteration > 0.0, "{t:?}");
+            // The iterations ran through the row's loops.
+            assert_eq!(meshes.of(step).0.loops, step.options);
         }
     }
 }

@@ -41,7 +41,7 @@ pub struct Bench {
 impl Bench {
     /// The loops of `mesh`, every patch far field.
     pub fn new(mesh: &Mesh) -> Result<Bench, MeshError> {
-        let (solver, u) = flow(mesh)?;
+        let (solver, u) = flow(mesh, None)?;
         let r = vec![[0.0; 5]; u.len()];
         let mut out = Bench { solver, u, r };
         out.prepare();
@@ -75,13 +75,17 @@ impl Bench {
     }
 }
 
-/// The benchmark's solver on `mesh`, every patch far field, and its smooth flow.
-pub fn flow(mesh: &Mesh) -> Result<(Solver, Vec<Cons>), MeshError> {
+/// The benchmark's solver on `mesh` (its cells in `order`, see [`Solver::reordered`], where
+/// given), every patch far field, and its smooth flow.
+pub fn flow(mesh: &Mesh, order: Option<&[usize]>) -> Result<(Solver, Vec<Cons>), MeshError> {
     const FREE: Prim = [1.0, 0.5, 0.2, 0.1, 1.0 / 1.4];
     let far: Vec<(&str, Boundary)> = (mesh.patches.iter())
         .map(|p| (p.as_str(), Boundary::FarField(FREE)))
         .collect();
-    let solver = Solver::new(mesh, Gas::AIR, Limiter::VanAlbada, &far)?;
+    let solver = match order {
+        Some(order) => Solver::reordered(mesh, order, Gas::AIR, Limiter::VanAlbada, &far)?,
+        None => Solver::new(mesh, Gas::AIR, Limiter::VanAlbada, &far)?,
+    };
     // Waves a few cells long: the limiter works as in a real flow.
     let u = solver.sample(|x| {
         let wave = 0.05 * (7.0 * x[0]).sin() * (5.0 * x[1]).cos() * (3.0 * x[2] + 1.0).sin();

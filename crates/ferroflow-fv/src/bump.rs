@@ -46,9 +46,14 @@ pub fn pressure(gas: Gas) -> f64 {
 /// The channel's mesh: `n` hexahedra along x, n/3 across, one layer as thick as a cell is
 /// long; patches as [`channel`] names them.
 pub fn mesh(n: usize) -> Result<Mesh, MeshError> {
+    mesh_of(BoxCells::Hex, n)
+}
+
+/// The channel's mesh of [`mesh`] with its hexahedra filled as `cells`.
+pub fn mesh_of(cells: BoxCells, n: usize) -> Result<Mesh, MeshError> {
     let (nx, ny) = (n, (n / 3).max(1));
     let dx = LENGTH / nx as f64;
-    let mut mesh = box_mesh(BoxCells::Hex, [nx, ny, 1], [LENGTH, HEIGHT, dx])?;
+    let mut mesh = box_mesh(cells, [nx, ny, 1], [LENGTH, HEIGHT, dx])?;
     for x in &mut mesh.nodes {
         x[0] -= 0.5 * LENGTH;
         let floor = wall(x[0]);
@@ -59,9 +64,15 @@ pub fn mesh(n: usize) -> Result<Mesh, MeshError> {
 
 /// The channel with `n` cells along x and n/3 across, and the free stream in every cell.
 pub fn setup(n: usize, limiter: Limiter) -> Result<(Solver, Vec<Cons>), MeshError> {
+    solver(&mesh(n)?, limiter)
+}
+
+/// The channel's conditions on `mesh` (one of [`mesh_of`]'s), and the free stream in every
+/// cell.
+pub fn solver(mesh: &Mesh, limiter: Limiter) -> Result<(Solver, Vec<Cons>), MeshError> {
     let gas = Gas::AIR;
     let p = pressure(gas);
-    let s = Solver::new(&mesh(n)?, gas, limiter, &channel(p))?;
+    let s = Solver::new(mesh, gas, limiter, &channel(p))?;
     let t = 1.0 / (1.0 + 0.5 * (gas.gamma - 1.0) * MACH * MACH);
     let speed = MACH * (gas.gamma * t).sqrt();
     let u = s.sample(|_| [p / t, speed, 0.0, 0.0, p]);

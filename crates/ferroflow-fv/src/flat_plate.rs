@@ -128,6 +128,11 @@ fn geometric(n: usize, length: f64, first: f64) -> Result<Vec<f64>, MeshError> {
 /// The graded mesh: patches xmin (inflow), xmax (outflow), ymin (the symmetry plane ahead),
 /// plate, ymax, zmin and zmax.
 pub fn mesh(grading: Grading) -> Result<Mesh, MeshError> {
+    mesh_of(BoxCells::Hex, grading)
+}
+
+/// The graded mesh of [`mesh`] with its hexahedra filled as `cells`.
+pub fn mesh_of(cells: BoxCells, grading: Grading) -> Result<Mesh, MeshError> {
     let Grading {
         ahead,
         plate,
@@ -142,11 +147,7 @@ pub fn mesh(grading: Grading) -> Result<Mesh, MeshError> {
         .collect();
     let ys = geometric(normal, HEIGHT, wall)?;
     // Unit cells put every node on its integer indices, which the spacings then replace.
-    let mut mesh = box_mesh(
-        BoxCells::Hex,
-        [nx, normal, 1],
-        [nx as f64, normal as f64, 1.0],
-    )?;
+    let mut mesh = box_mesh(cells, [nx, normal, 1], [nx as f64, normal as f64, 1.0])?;
     for x in &mut mesh.nodes {
         *x = [
             xs[x[0].round() as usize],
@@ -169,6 +170,12 @@ pub fn mesh(grading: Grading) -> Result<Mesh, MeshError> {
 
 /// The solver on the mesh of `grading` and the free stream in every cell.
 pub fn setup(grading: Grading) -> Result<(Solver, Vec<Cons>), MeshError> {
+    solver(&mesh(grading)?)
+}
+
+/// The plate's conditions and viscosity on `mesh` (one of [`mesh_of`]'s), and the free
+/// stream in every cell.
+pub fn solver(mesh: &Mesh) -> Result<(Solver, Vec<Cons>), MeshError> {
     let gas = Gas::AIR;
     let free = free_stream(gas);
     let inflow = Boundary::Inflow {
@@ -185,7 +192,7 @@ pub fn setup(grading: Grading) -> Result<(Solver, Vec<Cons>), MeshError> {
         ("zmin", Boundary::SlipWall),
         ("zmax", Boundary::SlipWall),
     ];
-    let mut s = Solver::new(&mesh(grading)?, gas, Limiter::None, &bc)?;
+    let mut s = Solver::new(mesh, gas, Limiter::None, &bc)?;
     s.viscous = Some(Viscous::air(viscosity(&free)));
     let u = s.sample(|_| free);
     Ok((s, u))

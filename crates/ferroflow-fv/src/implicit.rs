@@ -56,7 +56,7 @@ pub fn steady_implicit(
     while out.iterations < max {
         // The spectral radii times areas land in `s.wave`, the states in `s.prim`.
         s.time_steps(u, 0.0, how.cfl, &mut dts);
-        s.residual(u, 0.0, &mut r);
+        s.evaluate(u, 0.0, &mut r);
         let volume = &s.geometry.volume;
         let sum: f64 = r.iter().zip(volume).map(|(r, v)| (r[0] / v).powi(2)).sum();
         let rms = (sum / n as f64).sqrt();

@@ -58,6 +58,14 @@ pub trait Lane:
     fn and(a: Self::Mask, b: Self::Mask) -> Self::Mask;
     /// `a` where `mask`, else `b`.
     fn select(mask: Self::Mask, a: Self, b: Self) -> Self;
+    /// `f` of each lane: for what has no lane form (a power), one lane at a time.
+    #[inline(always)]
+    fn map(self, f: impl Fn(f64) -> f64) -> Self {
+        // At most four lanes.
+        let mut a = [0.0; 4];
+        self.each(|i, x| a[i] = f(x));
+        Self::from_fn(|i| a[i])
+    }
 }
 
 impl Lane for f64 {

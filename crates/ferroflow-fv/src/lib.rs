@@ -5,7 +5,9 @@
 //! cell-to-cell direction, boundary conditions by ghost states, explicit Runge–Kutta or, for
 //! steady flow, an implicit Newton–Jacobi iteration. The face loop stores each face's flux
 //! and each cell gathers its faces in a fixed order: results are bitwise the same on any
-//! number of threads.
+//! number of threads. The integrators evaluate the residual through seed 004's optimised
+//! loops ([`Solver::loops`], [`fast::Options`]), by default a variant bitwise the reference
+//! loops of [`Solver::residual`]; [`Solver::renumbered`] orders the cells for locality.
 //!
 //! - [`gas`]: the ideal gas, conservative and primitive variables, the inviscid flux.
 //! - [`geometry`]: [`Geometry`], faces and cells in flat arrays, ghosts numbered after cells.
@@ -14,17 +16,18 @@
 //! - [`lanes`]: one number or four AVX2 lanes, so that each kernel is written once.
 //! - [`face`]: the face kernel (both sides' extrapolation and the flux) over lanes.
 //! - [`layout`]: cell data as structure of arrays or as padded 64-byte records.
-//! - [`fast`]: the residual's loops with seed 004's optimisations each switchable.
+//! - [`fast`]: the residual's loops with seed 004's optimisations each switchable, which the
+//!   integrators run.
 //! - [`boundary`]: [`Boundary`] and the ghost state of each kind.
-//! - [`residual`]: [`Solver`], the face loop and the cell gather.
+//! - [`residual`]: [`Solver`], the reference face loop and cell gather, the choice of loops.
 //! - [`cuda`]: the explicit steady iteration on NVIDIA GPUs, bitwise the CPU's (feature
 //!   `cuda`).
-//! - [`viscous`]: [`Viscous`], the stress and heat flux through a face.
+//! - [`viscous`]: [`Viscous`], the stress and heat flux through a face (one face or four).
 //! - [`time`]: SSP-RK3 with a global step, multistage RK with local steps.
 //! - [`implicit`]: the Newton–Jacobi iteration for steady flow.
 //! - [`riemann`]: the exact Riemann solver, the shock tube's reference.
 //! - [`bench`]: throughput of the face and cell loops, their bytes and operations.
-//! - [`ablation`]: seed 004's optimisations timed one step at a time.
+//! - [`ablation`]: seed 004's optimisations timed one step at a time, loops and integrator.
 //! - [`sod`]: Sod's shock tube on slabs of hexahedra, prisms and tetrahedra.
 //! - [`vortex`]: the isentropic vortex, errors and observed orders.
 //! - [`bump`]: subsonic flow over a bump in a channel, entropy errors and iterations.

@@ -1,14 +1,18 @@
 //! The residual R_i = Σ_f ±F_f A_f of every cell, as seed 004 loops: a face loop computes each
 //! face's flux from its (left, right) pair and stores it, then a cell loop gathers each
 //! cell's faces in ascending order. Nothing is scattered, so every number is the same
-//! whatever the thread count.
+//! whatever the thread count. These loops are the reference; the integrators evaluate R
+//! through [`Solver::evaluate`], by default the fast loops of [`crate::fast`] that give
+//! bitwise the same.
 use crate::boundary::{ghost, Boundary};
 use crate::face;
+use crate::fast::{Loops, Options};
 use crate::flux::{roe, Limiter};
 use crate::gas::{dot, velocity, Cons, Gas, Prim};
 use crate::geometry::{sub, Geometry};
 use crate::gradients::{gradients, weights, Gradient, MIN_CELLS};
 use crate::viscous::{self, Viscous};
+use ferroflow_mesh::renumber::cell_order;
 use ferroflow_mesh::{Mesh, MeshError};
 use rayon::prelude::*;
 
@@ -25,6 +29,13 @@ pub struct Solver {
     pub limiter: Limiter,
     /// Viscosity and heat conduction (Navier–Stokes); `None` for the Euler equations.
     pub viscous: Option<Viscous>,
+    /// The loops [`Solver::evaluate`] runs: the fast ones with these options (by default
+    /// [`Options::DEFAULT`], bitwise [`Solver::residual`]), or `None` for the reference loops.
+    pub loops: Option<Options>,
+    /// The fast loops, built at the first evaluation with `loops`' options.
+    fast: Option<Loops>,
+    /// For a renumbered solver, the number of each cell in the mesh it was given.
+    user_cells: Option<Vec<u32>>,
     /// Boundary condition of each patch.
     pub(crate) boundaries: Vec<Boundary>,
     /// Least-squares coefficients, in `cell_faces` order.
@@ -72,7 +83,93 @@ impl Solver {
             gas,
             limiter,
             viscous: None,
+            loops: Some(Options::DEFAULT),
+            fast: None,
+            user_cells: None,
         })
+    }
+
+    /// [`Solver::new`] on `mesh`'s cells renumbered by reverse Cuthill–McKee (faces sorted
+    /// with them), for locality in the loops: [`Solver::reordered`] in the order of
+    /// [`cell_order`].
+    pub fn renumbered(
+        mesh: &Mesh,
+        gas: Gas,
+        limiter: Limiter,
+        boundaries: &[(&str, Boundary)],
+    ) -> Result<Solver, MeshError> {
+        Solver::reordered(mesh, &cell_order(mesh)?.0, gas, limiter, boundaries)
+    }
+
+    /// [`Solver::new`] on `mesh`'s cells in `order` (the solver's cell i is the mesh's cell
+    /// `order[i]`). States are in the solver's numbering; [`Solver::to_user`] and
+    /// [`Solver::from_user`] map them to the mesh's and back. Errors: those of
+    /// [`Solver::new`], an order that is not a permutation of the cells.
+    pub fn reordered(
+        mesh: &Mesh,
+        order: &[usize],
+        gas: Gas,
+        limiter: Limiter,
+        boundaries: &[(&str, Boundary)],
+    ) -> Result<Solver, MeshError> {
+        let mut seen = vec![false; mesh.cells.len()];
+        for &c in order {
+            if c >= seen.len() || std::mem::replace(&mut seen[c], true) {
+                return Err(MeshError::Invalid(format!(
+                    "cell order: {c} is not one of the mesh's {} cells or repeats",
+                    seen.len()
+                )));
+            }
+        }
+        if order.len() != seen.len() {
+            return Err(MeshError::Invalid(format!(
+                "cell order: {} entries for {} cells",
+                order.len(),
+                seen.len()
+            )));
+        }
+        let mut ordered = mesh.clone();
+        ordered.reorder_cells(order);
+        let mut s = Solver::new(&ordered, gas, limiter, boundaries)?;
+        s.user_cells = Some(order.iter().map(|&c| c as u32).collect());
+        Ok(s)
+    }
+
+    /// `x` of each cell (one entry per cell), in the solver's numbering, in the numbering of
+    /// the mesh the solver was made from.
+    pub fn to_user<T: Copy>(&self, x: &[T]) -> Vec<T> {
+        let mut out = x.to_vec();
+        if let Some(user) = &self.user_cells {
+            for (c, &u) in user.iter().enumerate() {
+                out[u as usize] = x[c];
+            }
+        }
+        out
+    }
+
+    /// `x` of each cell (one entry per cell), in the numbering of the mesh the solver was
+    /// made from, in the solver's.
+    pub fn from_user<T: Copy>(&self, x: &[T]) -> Vec<T> {
+        match &self.user_cells {
+            Some(user) => user.iter().map(|&u| x[u as usize]).collect(),
+            None => x.to_vec(),
+        }
+    }
+
+    /// R(u) at time `t` into `r` as the integrators take it: through the loops
+    /// [`Solver::loops`] selects. Returns Σ F A over the boundary faces, as
+    /// [`Solver::residual`] does.
+    pub fn evaluate(&mut self, u: &[Cons], t: f64, r: &mut [Cons]) -> [f64; 5] {
+        let Some(options) = self.loops else {
+            return self.residual(u, t, r);
+        };
+        let mut loops = match self.fast.take() {
+            Some(loops) if loops.options() == options => loops,
+            _ => Loops::new(self, options),
+        };
+        let out = loops.residual(self, u, t, r);
+        self.fast = Some(loops);
+        out
     }
 
     /// Primitive states of the cells of `u` and of the ghosts at time `t`.
@@ -225,6 +322,30 @@ mod tests {
                 assert!(r.iter().all(|x| (x / v).abs() < 1e-13), "cell {c}: {r:?}");
             }
         }
+    }
+
+    /// An order that is not a permutation of the cells is refused, naming the entry; a
+    /// permutation maps states there and back.
+    #[test]
+    fn a_cell_order_must_be_a_permutation() {
+        let mesh = mixed_mesh();
+        let n = mesh.cells.len();
+        let bc = [("boundary", Boundary::SlipWall)];
+        let new = |order: &[usize]| Solver::reordered(&mesh, order, Gas::AIR, Limiter::None, &bc);
+        let mut order: Vec<usize> = (0..n).rev().collect();
+        order[1] = order[0];
+        let e = new(&order).err().unwrap().to_string();
+        assert!(e.contains(&format!("{} is not one", n - 1)), "{e}");
+        order[1] = n - 2;
+        let e = new(&order[..n - 1]).err().unwrap().to_string();
+        assert!(
+            e.contains(&format!("{} entries for {n} cells", n - 1)),
+            "{e}"
+        );
+        let s = new(&order).unwrap();
+        let x: Vec<usize> = (0..n).collect();
+        assert_eq!(s.from_user(&x), order);
+        assert_eq!(s.to_user(&s.from_user(&x)), x);
     }
 
     /// A random state: the cells' residuals add up to what leaves through the boundary.

@@ -32,18 +32,26 @@ pub struct Sod {
     pub conservation: [f64; 5],
 }
 
-/// Sod's problem on `n` × 2 × 2 hexahedra filled as `cells`.
-pub fn run(cells: BoxCells, n: usize) -> Result<Sod, MeshError> {
+/// Left and right states (ρ, u, p).
+const STATES: [[f64; 3]; 2] = [[1.0, 0.0, 1.0], [0.125, 0.0, 0.1]];
+
+/// The solver on `n` × 2 × 2 hexahedra filled as `cells` and the initial state.
+pub fn setup(cells: BoxCells, n: usize) -> Result<(Solver, Vec<Cons>), MeshError> {
     let h = 1.0 / n as f64;
     let mesh = box_mesh(cells, [n, 2, 2], [1.0, 2.0 * h, 2.0 * h])?;
     let walls = SIDES.map(|s| (s, Boundary::SlipWall));
-    let gas = Gas::AIR;
-    let mut s = Solver::new(&mesh, gas, Limiter::VanAlbada, &walls)?;
-    let (left, right) = ([1.0, 0.0, 1.0], [0.125, 0.0, 0.1]);
-    let mut u = s.sample(|x| {
-        let [rho, v, p] = if x[0] < 0.5 { left } else { right };
+    let s = Solver::new(&mesh, Gas::AIR, Limiter::VanAlbada, &walls)?;
+    let u = s.sample(|x| {
+        let [rho, v, p] = STATES[if x[0] < 0.5 { 0 } else { 1 }];
         [rho, v, 0.0, 0.0, p]
     });
+    Ok((s, u))
+}
+
+/// Sod's problem on `n` × 2 × 2 hexahedra filled as `cells`.
+pub fn run(cells: BoxCells, n: usize) -> Result<Sod, MeshError> {
+    let (mut s, mut u) = setup(cells, n)?;
+    let (gas, [left, right]) = (s.gas, STATES);
     let before = s.totals(&u);
     let run = unsteady(&mut s, &mut u, (0.0, END), CFL);
     let after = s.totals(&u);

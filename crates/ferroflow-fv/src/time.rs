@@ -1,6 +1,6 @@
 //! Explicit time marching: SSP-RK3 (Shu–Osher) with one global step for unsteady flow
 //! ([`unsteady`]); multistage Runge–Kutta with each cell's own step for steady flow
-//! ([`steady`]).
+//! ([`steady`]). Residuals through [`Solver::evaluate`]: the loops of [`Solver::loops`].
 use crate::gas::Cons;
 use crate::gradients::MIN_CELLS;
 use crate::residual::Solver;
@@ -45,7 +45,7 @@ pub fn unsteady(s: &mut Solver, u: &mut [Cons], (start, end): (f64, f64), cfl: f
             (1.0, 0.75, 1.0 / 6.0),
             (0.5, 1.0 / 3.0, 2.0 / 3.0),
         ] {
-            let b = s.residual(u, t + at * dt, &mut r);
+            let b = s.evaluate(u, t + at * dt, &mut r);
             for v in 0..5 {
                 out.outflow[v] += dt * share * b[v];
             }
@@ -96,7 +96,7 @@ pub fn steady(
         s.time_steps(u, 0.0, cfl, &mut dts);
         u0.copy_from_slice(u);
         for (k, &alpha) in stages.iter().enumerate() {
-            s.residual(u, 0.0, &mut r);
+            s.evaluate(u, 0.0, &mut r);
             if k == 0 {
                 let sum: f64 = r.iter().zip(&volume).map(|(r, v)| (r[0] / v).powi(2)).sum();
                 let rms = (sum / n as f64).sqrt();
@@ -120,7 +120,11 @@ pub fn steady(
     out
 }
 
-/// The RMS over the cells of each component of R/Ω for the state `u` (`r` its scratch).
+/// The RMS over the cells of each component of R/Ω for the state `u` (`r` its scratch). A
+/// measure, not a step: by the reference loops ([`Solver::residual`]), which leave the
+/// solver's states and gradients prepared for what is read from them (surface stresses,
+/// [`crate::viscous::face_flux`]); bitwise what the integrators evaluate, with the default
+/// loops.
 pub fn residual_rms(s: &mut Solver, u: &[Cons], r: &mut [Cons]) -> [f64; 5] {
     s.residual(u, 0.0, r);
     let mut sum = [0.0; 5];

@@ -9,10 +9,14 @@
 //! A boundary face's second side is its ghost: the wall states of [`crate::boundary`] make
 //! the difference across the face the wall's no-slip or isothermal condition. A slip wall is
 //! a symmetry plane: its faces pass the normal stress only, no shear and no heat.
+//!
+//! The per-face formulas ([`Viscous::face`]) are written once over [`Lane`]: the reference
+//! loops call them for one face, the fast loops of [`crate::fast`] for four.
 use crate::boundary::Boundary;
 use crate::gas::{dot, Gas, Prim, Vec3};
 use crate::geometry::sub;
 use crate::gradients::Gradient;
+use crate::lanes::Lane;
 use crate::residual::Solver;
 use rayon::prelude::*;
 
@@ -73,9 +77,9 @@ impl Viscous {
     }
 
     /// Heat conductivity κ = c_p μ / Pr of viscosity `mu`.
-    #[inline]
-    pub fn conductivity(self, gas: Gas, mu: f64) -> f64 {
-        gas.gamma / (gas.gamma - 1.0) * mu / self.prandtl
+    #[inline(always)]
+    pub fn conductivity<T: Lane>(self, gas: Gas, mu: T) -> T {
+        T::splat(gas.gamma / (gas.gamma - 1.0)) * mu / T::splat(self.prandtl)
     }
 
     /// The viscous spectral radius of a face whose cells' centroids are `distance` apart
@@ -91,38 +95,94 @@ impl Viscous {
     /// The viscous flux per unit area through a face of unit normal `n` where the velocity
     /// is `v`, the temperature `t`, the velocity gradients `dv` (dv[i][j] = ∂v_i/∂x_j) and
     /// the temperature gradient `dt`.
-    #[inline]
-    pub fn flux(self, gas: Gas, v: Vec3, t: f64, dv: [Vec3; 3], dt: Vec3, n: Vec3) -> [f64; 5] {
-        let mu = self.viscosity.at(t);
-        let bulk = -2.0 / 3.0 * (dv[0][0] + dv[1][1] + dv[2][2]);
-        let stress: Vec3 = std::array::from_fn(|i| {
-            let shear: f64 = (0..3).map(|j| (dv[i][j] + dv[j][i]) * n[j]).sum();
-            mu * (shear + bulk * n[i])
+    #[inline(always)]
+    pub fn flux<T: Lane>(
+        self,
+        gas: Gas,
+        v: [T; 3],
+        t: T,
+        dv: [[T; 3]; 3],
+        dt: [T; 3],
+        n: [T; 3],
+    ) -> [T; 5] {
+        let mu = t.map(|t| self.viscosity.at(t));
+        let bulk = T::splat(-2.0 / 3.0) * (dv[0][0] + dv[1][1] + dv[2][2]);
+        let stress: [T; 3] = std::array::from_fn(|i| {
+            let shear = |j: usize| (dv[i][j] + dv[j][i]) * n[j];
+            mu * (shear(0) + shear(1) + shear(2) + bulk * n[i])
         });
         let heat = self.conductivity(gas, mu) * dot(dt, n);
-        [0.0, stress[0], stress[1], stress[2], dot(stress, v) + heat]
+        let zero = T::splat(0.0);
+        [zero, stress[0], stress[1], stress[2], dot(stress, v) + heat]
+    }
+
+    /// The viscous flux per unit area through a face of unit normal `n` between the states
+    /// `q` (left, right) at the centroids `x`. `grad` pairs a state with its cell's gradients
+    /// for each side; a boundary face passes its cell's twice (a ghost has none of its own,
+    /// so the cell's stands for the mean).
+    #[inline(always)]
+    pub fn face<T: Lane>(
+        self,
+        gas: Gas,
+        q: [&[T; 5]; 2],
+        grad: [(&[T; 5], &[[T; 3]; 5]); 2],
+        x: [[T; 3]; 2],
+        n: [T; 3],
+    ) -> [T; 5] {
+        let (ql, qr) = (velocity_temperature(q[0]), velocity_temperature(q[1]));
+        let gl = gradients_of(grad[0].0, grad[0].1);
+        let gr = gradients_of(grad[1].0, grad[1].1);
+        let d = sub(x[1], x[0]);
+        let half = T::splat(0.5);
+        let grad: [[T; 3]; 4] = std::array::from_fn(|q| {
+            let mean = std::array::from_fn(|k| half * (gl[q][k] + gr[q][k]));
+            face_gradient(mean, qr[q] - ql[q], d)
+        });
+        let v: [T; 3] = std::array::from_fn(|k| half * (ql[k] + qr[k]));
+        let t = half * (ql[3] + qr[3]);
+        self.flux(gas, v, t, [grad[0], grad[1], grad[2]], grad[3], n)
+    }
+
+    /// The viscous flux times `area` through a boundary face of condition `bc` (see
+    /// [`Viscous::face`]): a slip wall passes the normal stress only.
+    #[inline]
+    pub fn boundary_face(
+        self,
+        gas: Gas,
+        bc: &Boundary,
+        q: [&Prim; 2],
+        grad: &Gradient,
+        x: [Vec3; 2],
+        (n, area): (Vec3, f64),
+    ) -> [f64; 5] {
+        let mut flux = self.face(gas, q, [(q[0], grad), (q[0], grad)], x, n);
+        if matches!(bc, Boundary::SlipWall) {
+            let normal = dot([flux[1], flux[2], flux[3]], n);
+            flux = [0.0, normal * n[0], normal * n[1], normal * n[2], 0.0];
+        }
+        flux.map(|x| x * area)
     }
 }
 
 /// A face's gradient from the mean `mean` of its two cells' gradients, the difference
 /// `jump` = q_R − q_L of their values and `d` = x_R − x_L:
 /// ∇q_f = mean − (mean·e − jump/|d|) e with e = d/|d|.
-#[inline]
-pub fn face_gradient(mean: Vec3, jump: f64, d: Vec3) -> Vec3 {
+#[inline(always)]
+pub fn face_gradient<T: Lane>(mean: [T; 3], jump: T, d: [T; 3]) -> [T; 3] {
     let dd = dot(d, d);
     let along = (dot(mean, d) - jump) / dd;
     std::array::from_fn(|k| mean[k] - along * d[k])
 }
 
 /// Velocity and temperature of a primitive state.
-#[inline]
-fn velocity_temperature(w: &Prim) -> [f64; 4] {
+#[inline(always)]
+fn velocity_temperature<T: Lane>(w: &[T; 5]) -> [T; 4] {
     [w[1], w[2], w[3], w[4] / w[0]]
 }
 
 /// Gradients of u, v, w and T from those of the primitive variables: ∇T = (∇p − T∇ρ)/ρ.
-#[inline]
-fn gradients_of(w: &Prim, g: &Gradient) -> [Vec3; 4] {
+#[inline(always)]
+fn gradients_of<T: Lane>(w: &[T; 5], g: &[[T; 3]; 5]) -> [[T; 3]; 4] {
     let t = w[4] / w[0];
     let dt = std::array::from_fn(|k| (g[4][k] - t * g[0][k]) / w[0]);
     [g[1], g[2], g[3], dt]
@@ -133,36 +193,16 @@ fn gradients_of(w: &Prim, g: &Gradient) -> [Vec3; 4] {
 pub fn face_flux(s: &Solver, visc: Viscous, f: usize) -> [f64; 5] {
     let g = &s.geometry;
     let (l, r) = (g.left[f] as usize, g.right[f] as usize);
-    let (ql, qr) = (
-        velocity_temperature(&s.prim[l]),
-        velocity_temperature(&s.prim[r]),
-    );
-    let gl = gradients_of(&s.prim[l], &s.grad[l]);
-    // A ghost has no gradient of its own: the cell's stands for the mean.
-    let gr = if r < g.cells {
-        gradients_of(&s.prim[r], &s.grad[r])
+    let q = [&s.prim[l], &s.prim[r]];
+    let x = [g.centroid[l], g.centroid[r]];
+    if f < g.internal {
+        let grad = [(q[0], &s.grad[l]), (q[1], &s.grad[r])];
+        let flux = visc.face(s.gas, q, grad, x, g.normal[f]);
+        flux.map(|x| x * g.area[f])
     } else {
-        gl
-    };
-    let d = sub(g.centroid[r], g.centroid[l]);
-    let grad: [Vec3; 4] = std::array::from_fn(|q| {
-        let mean = std::array::from_fn(|k| 0.5 * (gl[q][k] + gr[q][k]));
-        face_gradient(mean, qr[q] - ql[q], d)
-    });
-    let v: Vec3 = std::array::from_fn(|k| 0.5 * (ql[k] + qr[k]));
-    let t = 0.5 * (ql[3] + qr[3]);
-    let n = g.normal[f];
-    let mut flux = visc.flux(s.gas, v, t, [grad[0], grad[1], grad[2]], grad[3], n);
-    if f >= g.internal
-        && matches!(
-            s.boundaries[g.patch[f - g.internal] as usize],
-            Boundary::SlipWall
-        )
-    {
-        let normal = dot([flux[1], flux[2], flux[3]], n);
-        flux = [0.0, normal * n[0], normal * n[1], normal * n[2], 0.0];
+        let bc = &s.boundaries[g.patch[f - g.internal] as usize];
+        visc.boundary_face(s.gas, bc, q, &s.grad[l], x, (g.normal[f], g.area[f]))
     }
-    flux.map(|x| x * g.area[f])
 }
 
 /// The face loop's viscous part: every face's viscous flux times area taken from its stored

@@ -4,7 +4,7 @@
 //! solution in the ghosts of the four sides; the density's L2 error at t = 2.
 use crate::boundary::Boundary;
 use crate::flux::Limiter;
-use crate::gas::{Gas, Prim, Vec3};
+use crate::gas::{Cons, Gas, Prim, Vec3};
 use crate::residual::Solver;
 use crate::time::unsteady;
 use ferroflow_mesh::generate::{box_mesh, BoxCells};
@@ -50,8 +50,13 @@ pub struct Vortex {
     pub l2: f64,
 }
 
-/// The vortex on `n` × `n` × 1 hexahedra filled as `cells`, limited as `limiter` says.
-pub fn run(cells: BoxCells, n: usize, limiter: Limiter) -> Result<Vortex, MeshError> {
+/// The solver on `n` × `n` × 1 hexahedra filled as `cells`, limited as `limiter` says, and
+/// the vortex at t = 0.
+pub fn setup(
+    cells: BoxCells,
+    n: usize,
+    limiter: Limiter,
+) -> Result<(Solver, Vec<Cons>), MeshError> {
     let h = SIDE / n as f64;
     let mesh = box_mesh(cells, [n, n, 1], [SIDE, SIDE, h])?;
     let known = Boundary::Exact(exact);
@@ -63,8 +68,14 @@ pub fn run(cells: BoxCells, n: usize, limiter: Limiter) -> Result<Vortex, MeshEr
         ("zmin", Boundary::SlipWall),
         ("zmax", Boundary::SlipWall),
     ];
-    let mut s = Solver::new(&mesh, Gas::AIR, limiter, &sides)?;
-    let mut u = s.sample(|x| exact(x, 0.0));
+    let s = Solver::new(&mesh, Gas::AIR, limiter, &sides)?;
+    let u = s.sample(|x| exact(x, 0.0));
+    Ok((s, u))
+}
+
+/// The vortex on `n` × `n` × 1 hexahedra filled as `cells`, limited as `limiter` says.
+pub fn run(cells: BoxCells, n: usize, limiter: Limiter) -> Result<Vortex, MeshError> {
+    let (mut s, mut u) = setup(cells, n, limiter)?;
     let steps = unsteady(&mut s, &mut u, (0.0, END), CFL).steps;
     let g = &s.geometry;
     let sum: f64 = (u.iter().enumerate())

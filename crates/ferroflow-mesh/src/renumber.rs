@@ -103,6 +103,15 @@ pub fn renumber_nodes(mesh: &mut Mesh) -> [usize; 2] {
 /// Reorders `mesh`'s cells by [`rcm`] on the cells' graph; returns that graph's bandwidth
 /// before and after.
 pub fn renumber_cells(mesh: &mut Mesh) -> Result<[usize; 2], MeshError> {
+    let (order, bandwidths) = cell_order(mesh)?;
+    mesh.reorder_cells(&order);
+    Ok(bandwidths)
+}
+
+/// The order [`renumber_cells`] puts `mesh`'s cells in (new cell i is old cell `order[i]`,
+/// as [`Mesh::reorder_cells`] takes it), without reordering them; and the cell graph's
+/// bandwidth before and after.
+pub fn cell_order(mesh: &Mesh) -> Result<(Vec<usize>, [usize; 2]), MeshError> {
     let faces = topology::faces(mesh)?;
     let graph = topology::cell_graph(mesh.cells.len(), &faces);
     let new = rcm(&graph);
@@ -111,8 +120,7 @@ pub fn renumber_cells(mesh: &mut Mesh) -> Result<[usize; 2], MeshError> {
     for (old, &n) in new.iter().enumerate() {
         order[n as usize] = old;
     }
-    mesh.reorder_cells(&order);
-    Ok(bandwidths)
+    Ok((order, bandwidths))
 }
 
 #[cfg(test)]
