@@ -4,11 +4,13 @@
 //! atomic files, commit), progress, signals and checkpoints. Results: `fields.vtu` (nodal
 //! velocity and pressure), snapshots `fields_<step>.vtu` in `fields.pvd`, `summary.json`,
 //! `residuals.csv` (per step: time, Δt, rates, divergence, CG iterations and residual),
-//! `run.log`, `case.resolved.toml`, `checkpoint.ffcp`.
+//! `run.log`, `case.resolved.toml`, `checkpoint.ffcp`; for the lid-driven cube its centreline
+//! profiles ([`fem_profiles`]).
 //!
 //! With `--backend cuda` the steps run on the GPU ([`CudaFractional`], the CPU's bits in f64)
 //! with equal time steps; the state is read back after each step into the host solver's,
 //! which the rates, the divergence check and the outputs read as on the CPU.
+use crate::fem_profiles;
 use crate::input::{problem_keys_of, Override};
 use crate::mesh_job::MeshJob;
 use crate::progress::{Mode, Reporter, Work};
@@ -21,6 +23,7 @@ use ferroflow_cases::fem::{
     CgSummary, FemCase, FemMeshKind, FemSetup, FemStatus, FemSummary, MeshSize, PatchForce,
     SolverKind, StepResiduals,
 };
+use ferroflow_cases::summary::Deviation;
 use ferroflow_core::BackendError;
 use ferroflow_core::{Points, Snapshot};
 use ferroflow_fem::cuda::{CudaFractional, CudaOptions, TuneMode};
@@ -425,8 +428,9 @@ impl<'a> FemRun<'a> {
         .map_err(Failure::runtime)
     }
 
-    /// The summary of the run so far, ended with `status`.
-    fn summary(&self, status: FemStatus) -> FemSummary {
+    /// The summary of the run so far, ended with `status`, with the profiles' deviations
+    /// `reference`.
+    fn summary(&self, status: FemStatus, reference: Vec<Deviation>) -> FemSummary {
         let (case, s) = (&self.job.case, &self.setup.solver);
         let last = self.sim.history.last().map(|r| r.relative.as_slice());
         let last = last.unwrap_or(&[f64::NAN; COLUMNS.len()]);
@@ -479,12 +483,17 @@ impl<'a> FemRun<'a> {
             node_updates_per_second: nodes as f64 * self.sim.iteration as f64 / self.wall_seconds,
             forces,
             exact_errors: self.setup.exact_errors(self.time),
+            reference,
         }
     }
 
     /// Writes the summary and the history into the staging directory.
-    fn write_record(&self, status: FemStatus) -> Result<FemSummary, Failure> {
-        let summary = self.summary(status);
+    fn write_record(
+        &self,
+        status: FemStatus,
+        reference: Vec<Deviation>,
+    ) -> Result<FemSummary, Failure> {
+        let summary = self.summary(status, reference);
         let history = &self.sim.history;
         write_residuals(&self.out.join("residuals.csv"), &COLUMNS, history)
             .and_then(|()| write_json(&self.out.join(SUMMARY), &summary))
@@ -497,7 +506,7 @@ impl<'a> FemRun<'a> {
     /// code 3.
     fn fail_diverged(mut self, why: &str) -> Failure {
         self.report.finish();
-        if let Err(e) = self.write_record(FemStatus::Diverged) {
+        if let Err(e) = self.write_record(FemStatus::Diverged, Vec::new()) {
             return e;
         }
         let staging = self.job.out.join(results::STAGING);
@@ -519,7 +528,8 @@ impl<'a> FemRun<'a> {
         self.checkpoint()?;
         self.write_fields("fields.vtu").map_err(Failure::runtime)?;
         (self.out.add_final(self.sim.iteration, "fields.vtu")).map_err(Failure::runtime)?;
-        let summary = self.write_record(status)?;
+        let reference = fem_profiles::write(&self.out, &self.job.case, &self.setup);
+        let summary = self.write_record(status, reference.map_err(Failure::runtime)?)?;
         let out = &self.job.out;
         let staging = out.join(results::STAGING);
         let interrupted = status == FemStatus::Interrupted;

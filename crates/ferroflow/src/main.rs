@@ -3,6 +3,7 @@ mod backends;
 mod bench;
 mod cases;
 mod check;
+mod fem_profiles;
 mod fem_run;
 mod fv_run;
 mod info;
