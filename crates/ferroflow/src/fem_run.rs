@@ -557,11 +557,17 @@ impl<'a> FemRun<'a> {
         if interrupted {
             let message = format!(
                 "stopped at step {}; its results and checkpoint are in {}, the results in {} \
-                 are unchanged; continue with: ferroflow run --restart {}",
+                 are unchanged; continue with: ferroflow run --restart {}{}",
                 self.sim.iteration,
                 staging.display(),
                 out.display(),
-                out.display()
+                out.display(),
+                // The checkpoint keeps the case, not the backend.
+                if self.gpu.is_some() {
+                    " --backend cuda"
+                } else {
+                    ""
+                }
             );
             self.report.log(&message);
             return Err(Failure::interrupted(message));
