@@ -76,9 +76,10 @@ impl LidCube {
     }
 }
 
-/// The P1 interpolant of the nodal `values` on the tetrahedra of `mesh` at `points`, which
-/// lie on one line along `axis` in increasing order: one pass over the tetrahedra, each
-/// tested against the line by its bounding box first. A point no tetrahedron holds gets NaN.
+/// The P1 interpolant of the nodal `values` on the tetrahedra of `mesh` (a tet box's: four
+/// nodes a cell) at `points`, which lie on one line along `axis` in increasing order: one pass
+/// over the tetrahedra, each tested against the line by its bounding box first. A point no
+/// tetrahedron holds gets NaN.
 fn interpolate(
     mesh: &Mesh,
     values: &[[f64; 3]],
@@ -91,7 +92,7 @@ fn interpolate(
     };
     let across = [(axis + 1) % 3, (axis + 2) % 3];
     for (_, nodes) in mesh.cells.iter() {
-        let x: Vec<[f64; 3]> = nodes.iter().map(|&n| mesh.nodes[n as usize]).collect();
+        let x: [[f64; 3]; 4] = std::array::from_fn(|k| mesh.nodes[nodes[k] as usize]);
         let (lo, hi) = bounding_box(&x);
         let slack = 1e-9 * (hi[axis] - lo[axis]);
         if across
