@@ -1,12 +1,12 @@
 //! Finite-volume cases (`case.solver = "finite-volume"`): the compressible cell-centred solver
 //! of `ferroflow-fv` on a mixed mesh, generated or read from a Gmsh or SU2 file, with a ghost
-//! boundary condition per mesh patch. The sections are a finite-element case's but
-//! `[output]` (`[case]`, `[mesh]`, `[physics]`, `[boundary.<patch>]`, `[numerics]`,
-//! `[backend]`), with keys of their own, documented once in [`FV_KEYS`]. Nondimensional: gas
+//! boundary condition per mesh patch. The sections are a finite-element case's (`[case]`,
+//! `[mesh]`, `[physics]`, `[boundary.<patch>]`, `[numerics]`, `[backend]`, `[output]`), with
+//! keys of their own, documented once in [`FV_KEYS`]. Nondimensional: gas
 //! constant 1, T = p/ρ.
 use crate::case::KEYS;
 use crate::case::{default_in, key, render, syntax_error, CaseError, CaseInfo, KeyDoc, Precision};
-use crate::fem::{at_key, SolverKind};
+use crate::fem::{at_key, SolverKind, FEM_KEYS};
 use ferroflow_fv::boundary::Boundary;
 use ferroflow_fv::gas::{Cons, Prim};
 use ferroflow_fv::{bump, flat_plate, Gas, Limiter, Solver, Viscosity, Viscous};
@@ -32,6 +32,8 @@ pub struct FvCase {
     pub numerics: FvNumerics,
     /// `[backend]`.
     pub backend: FvBackend,
+    /// `[output]`.
+    pub output: FvOutput,
 }
 
 /// `mesh.kind`.
@@ -227,7 +229,8 @@ pub struct FvNumerics {
     pub end_time: f64,
     /// Most iterations (steps).
     pub max_iterations: usize,
-    /// Steady schemes: converged when the RMS density residual has dropped by this.
+    /// Steady schemes: converged when the RMS density residual has dropped by this from its
+    /// largest.
     pub residual_drop: f64,
 }
 
@@ -239,6 +242,31 @@ pub struct FvBackend {
     pub precision: Precision,
     /// CPU threads (0 = all cores).
     pub threads: usize,
+}
+
+/// `[output]` of a finite-volume case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FvOutput {
+    /// Iterations between checkpoints (0: only at the end and when interrupted).
+    pub checkpoint_interval: usize,
+    /// Iterations between field snapshots (0: final fields only).
+    pub field_interval: usize,
+    /// zlib-compress the `.vtu` arrays.
+    pub compress: bool,
+    /// Area A of the wall force coefficients F / (q A), q = ½ ρ |V|² of the reference state.
+    pub reference_area: f64,
+}
+
+impl Default for FvOutput {
+    fn default() -> FvOutput {
+        FvOutput {
+            checkpoint_interval: 1000,
+            field_interval: 0,
+            compress: false,
+            reference_area: 1.0,
+        }
+    }
 }
 
 impl Default for FvCase {
@@ -254,6 +282,7 @@ impl Default for FvCase {
             boundary: BTreeMap::new(),
             numerics: FvNumerics::default(),
             backend: FvBackend::default(),
+            output: FvOutput::default(),
         }
     }
 }
@@ -364,6 +393,7 @@ impl FvCase {
             ("physics.right_pressure", p.right_pressure),
             ("numerics.cfl", n.cfl),
             ("numerics.end_time", n.end_time),
+            ("output.reference_area", self.output.reference_area),
         ];
         let optional = [("physics.reynolds", p.reynolds), ("physics.mu", p.mu)];
         let given = optional.iter().filter_map(|(k, v)| v.map(|v| (*k, v)));
@@ -673,7 +703,7 @@ pub const FV_BUILTIN: [(&str, &str); 3] = [
 ];
 
 /// Every key of a finite-volume case file, in file order.
-pub const FV_KEYS: [KeyDoc; 40] = [
+pub const FV_KEYS: [KeyDoc; 44] = [
     KEYS[0],
     KEYS[1],
     key(
@@ -937,8 +967,8 @@ pub const FV_KEYS: [KeyDoc; 40] = [
         "float",
         "-",
         "0 < drop < 1",
-        "Steady schemes: converged when the RMS of R_ρ/Ω has dropped by this from the \
-         first iteration's",
+        "Steady schemes: converged when the RMS of R_ρ/Ω has dropped by this from its \
+         largest (an impulsive start's grows from round-off first)",
     ),
     key(
         "backend.precision",
@@ -954,6 +984,19 @@ pub const FV_KEYS: [KeyDoc; 40] = [
         "-",
         ">= 0",
         "CPU threads, 0 = all cores; results are bitwise the same for any count",
+    ),
+    // `output.checkpoint_interval`, `output.field_interval`, `output.compress`: as a
+    // finite-element case's.
+    FEM_KEYS[24],
+    FEM_KEYS[25],
+    FEM_KEYS[26],
+    key(
+        "output.reference_area",
+        "float",
+        "-",
+        "> 0",
+        "A of the wall force coefficients F / (q A) in `summary.json`, q = ½ ρ |V|² of the \
+         reference state",
     ),
 ];
 
@@ -979,6 +1022,7 @@ mod tests {
     #[test]
     fn the_built_in_bump_and_plate_are_the_verified_ones() {
         let bump = FvCase::from_toml(FV_BUILTIN[1].1, "bump-fv").unwrap();
+        assert_eq!(bump.limiter(), Limiter::None);
         let gas = bump.gas();
         let p = bump::pressure(gas);
         assert!(

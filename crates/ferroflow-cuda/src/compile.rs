@@ -209,6 +209,21 @@ pub fn nvrtc_version() -> Result<String, BackendError> {
     Ok(format!("{major}.{minor}"))
 }
 
+/// Compiles every build to machine code for `arch` with NVRTC alone, as the crates' CI checks
+/// do: how many compiled, or the first failure (NVRTC's log, or output that is not a cubin).
+pub fn compile_every(builds: &[Build], arch: &str) -> Result<usize, BackendError> {
+    for (build, cubin) in builds.iter().zip(compile_many(builds, arch)) {
+        if !cubin?.starts_with(b"\x7fELF") {
+            return Err(BackendError::Compile {
+                backend: "cuda",
+                build: build.to_string(),
+                log: "NVRTC's output is not a cubin".into(),
+            });
+        }
+    }
+    Ok(builds.len())
+}
+
 /// Compiles `build` to a cubin for `arch` (e.g. `sm_90`) with NVRTC only (no driver, no GPU,
 /// no cache).
 /// A compile failure is a [`BackendError::Compile`] with NVRTC's log.

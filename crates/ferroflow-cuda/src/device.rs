@@ -6,6 +6,7 @@ use crate::compile::{self, Build, NO_NVRTC};
 use cudarc::driver::sys::{self, CUdevice_attribute};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, DriverError,
+    LaunchConfig,
 };
 use cudarc::nvrtc::Ptx;
 use ferroflow_core::BackendError;
@@ -178,6 +179,16 @@ impl Timer {
         self.end.record(stream).check("recording a timing event")?;
         let ms = self.start.elapsed_ms(&self.end).check("timing")?;
         Ok(ms as f64 * 1e-3)
+    }
+}
+
+/// A one-dimensional launch: blocks of `threads` threads covering `items` threads (one block
+/// at least).
+pub fn grid(items: usize, threads: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (items.div_ceil(threads as usize).max(1) as u32, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
     }
 }
 

@@ -34,7 +34,9 @@ pub use bandwidth::{copy_bandwidth, copy_build};
 pub use compile::{Build, KernelSource, Scalar};
 /// The driver and NVRTC bindings this crate uses, for the crates that launch kernels.
 pub use cudarc;
-pub use device::{address, device_count, l2_cache_bytes, median, probe, Check, Device, Timer, GIB};
+pub use device::{
+    address, device_count, grid, l2_cache_bytes, median, probe, Check, Device, Timer, GIB,
+};
 pub use peer::{
     copy_between, copy_raw, enable_peer_access, host_ptr, link_bandwidth, pinned, HaloRoute,
 };

@@ -17,6 +17,8 @@
 //! - [`fast`]: the residual's loops with seed 004's optimisations each switchable.
 //! - [`boundary`]: [`Boundary`] and the ghost state of each kind.
 //! - [`residual`]: [`Solver`], the face loop and the cell gather.
+//! - [`cuda`]: the explicit steady iteration on NVIDIA GPUs, bitwise the CPU's (feature
+//!   `cuda`).
 //! - [`viscous`]: [`Viscous`], the stress and heat flux through a face.
 //! - [`time`]: SSP-RK3 with a global step, multistage RK with local steps.
 //! - [`implicit`]: the Newton–Jacobi iteration for steady flow.
@@ -31,6 +33,8 @@ pub mod ablation;
 pub mod bench;
 pub mod boundary;
 pub mod bump;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod face;
 pub mod fast;
 pub mod flat_plate;

@@ -4,7 +4,7 @@
 //! how well mass, momentum and energy are conserved.
 use crate::boundary::Boundary;
 use crate::flux::Limiter;
-use crate::gas::Gas;
+use crate::gas::{Cons, Gas};
 use crate::residual::Solver;
 use crate::riemann::Riemann;
 use crate::time::unsteady;
@@ -49,13 +49,9 @@ pub fn run(cells: BoxCells, n: usize) -> Result<Sod, MeshError> {
     let after = s.totals(&u);
     let exact = Riemann::new(gas.gamma, left, right);
     let g = &s.geometry;
-    let (mut l1, mut momentum) = (0.0, 0.0);
-    for (c, u) in u.iter().enumerate() {
-        let x = g.centroid[c][0];
-        l1 += g.volume[c] * (u[0] - exact.sample((x - 0.5) / END)[0]).abs();
-        momentum += g.volume[c] * (u[1].abs() + u[2].abs() + u[3].abs());
-    }
-    let volume: f64 = g.volume.iter().sum();
+    let momentum: f64 = (u.iter().zip(&g.volume))
+        .map(|(u, v)| v * (u[1].abs() + u[2].abs() + u[3].abs()))
+        .sum();
     let conservation = std::array::from_fn(|v| {
         let scale = if v == 0 || v == 4 {
             before[v]
@@ -67,9 +63,22 @@ pub fn run(cells: BoxCells, n: usize) -> Result<Sod, MeshError> {
     Ok(Sod {
         cells: g.cells,
         steps: run.steps,
-        l1: l1 / volume,
+        l1: l1_density(&s, &u, &exact, (0.5, END)),
         conservation,
     })
+}
+
+/// Σ Ω |ρ − ρ_exact(x_c)| / Σ Ω of the state `u` of `s`: the L1 error in density against the
+/// shock tube `exact` whose diaphragm at x = `at` opened `t` > 0 ago.
+pub fn l1_density(s: &Solver, u: &[Cons], exact: &Riemann, (at, t): (f64, f64)) -> f64 {
+    let g = &s.geometry;
+    let mut l1 = 0.0;
+    for (c, u) in u.iter().enumerate() {
+        let x = g.centroid[c][0];
+        l1 += g.volume[c] * (u[0] - exact.sample((x - at) / t)[0]).abs();
+    }
+    let volume: f64 = g.volume.iter().sum();
+    l1 / volume
 }
 
 #[cfg(test)]

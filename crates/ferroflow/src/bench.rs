@@ -47,7 +47,8 @@ Examples:
   ferroflow bench --fem 28 --threads 1
   ferroflow bench --fem 14,28,56,112 --backend cuda  # GPU: product variants, CG iteration, step
   ferroflow bench --fv 64                           # finite-volume face and cell loops
-  ferroflow bench --fv-ablation 100 --repeats 3     # seed 004's ablation, ~1M cells")]
+  ferroflow bench --fv-ablation 100 --repeats 3     # seed 004's ablation, ~1M cells
+  ferroflow bench --fv-cuda 200                     # finite volumes on a GPU, 8M cells")]
 pub struct BenchArgs {
     /// Backend to measure.
     #[arg(long, value_enum, default_value = "cpu")]
@@ -131,6 +132,12 @@ pub struct BenchArgs {
     /// Markdown tables against the copy bandwidth.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "100")]
     fv_ablation: Option<usize>,
+    /// The finite-volume solver on a GPU instead: its loops and whole steady iteration on N³
+    /// hexahedra and on about N³ tetrahedra (six per hexahedron), with the copy bandwidth
+    /// and the optimised CPU loops on all cores (`--threads`) in the same run; Markdown
+    /// tables.
+    #[arg(long, value_name = "N")]
+    fv_cuda: Option<usize>,
     /// With `--solve`: this many nodes per axis instead of each case's own.
     #[arg(long, value_name = "N")]
     nodes: Option<usize>,
@@ -558,7 +565,7 @@ fn finite_volume_ablation(args: &BenchArgs, n: usize) -> Result<(), Failure> {
 }
 
 /// Median of `repeats` timings of `f`, seconds.
-fn median_seconds(
+pub(crate) fn median_seconds(
     repeats: usize,
     mut f: impl FnMut() -> Result<(), Failure>,
 ) -> Result<f64, Failure> {
@@ -588,7 +595,7 @@ fn unstructured_pool(args: &BenchArgs) -> Result<(rayon::ThreadPool, f64), Failu
 }
 
 /// Copy bandwidth (bytes read + written per second) of a parallel copy of 2 × 256 MiB.
-fn cpu_copy_bandwidth(pool: &rayon::ThreadPool, repeats: usize) -> f64 {
+pub(crate) fn cpu_copy_bandwidth(pool: &rayon::ThreadPool, repeats: usize) -> f64 {
     let n = 32 << 20;
     let src = vec![1.0f64; n];
     let mut dst = vec![0.0f64; n];
@@ -878,6 +885,14 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
     }
     if let Some(n) = args.fv_ablation {
         return finite_volume_ablation(&args, n);
+    }
+    if let Some(n) = args.fv_cuda {
+        return crate::bench_fv_cuda::finite_volume_cuda(
+            args.device,
+            args.threads,
+            args.repeats,
+            n,
+        );
     }
     if !args.project.is_empty() {
         if args.blocks.is_some() {

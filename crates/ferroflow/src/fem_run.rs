@@ -11,11 +11,12 @@
 //! with equal time steps; the state is read back after each step into the host solver's,
 //! which the rates, the divergence check and the outputs read as on the CPU.
 use crate::fem_profiles;
-use crate::input::{problem_keys_of, Override};
+use crate::input::Override;
 use crate::mesh_job::MeshJob;
-use crate::progress::{Mode, Reporter, Work};
-use crate::results::{self, OutputDir, CASE_FILE, LOG_FILE, SUMMARY};
-use crate::run::{log_header, Restart, RunArgs};
+use crate::mesh_run::{in_pool, restored_state, MeshOutput};
+use crate::progress::Work;
+use crate::results::{OutputDir, SUMMARY};
+use crate::run::RunArgs;
 use crate::signals::Interrupt;
 use crate::world::World;
 use crate::Failure;
@@ -25,14 +26,13 @@ use ferroflow_cases::fem::{
 };
 use ferroflow_cases::summary::Deviation;
 use ferroflow_core::BackendError;
-use ferroflow_core::{Points, Snapshot};
 use ferroflow_fem::cuda::{CudaFractional, CudaOptions, TuneMode};
 use ferroflow_fem::fractional::StepReport;
 use ferroflow_io::table::write_json;
 use ferroflow_mesh::vtu::{self, Field};
-use ferroflow_solver::checkpoint;
 use ferroflow_solver::simulation::{HistoryRow, DIVERGENCE_FACTOR};
 use ferroflow_solver::{write_residuals, Simulation, StopCriteria};
+use std::path::Path;
 use std::time::Instant;
 
 /// The columns of `residuals.csv` after `iteration` (the step): one row per step.
@@ -93,36 +93,41 @@ fn setup(job: &FemJob) -> Result<FemSetup, Failure> {
         job.invalid(key, e.to_string())
     })?;
     let mut setup = case.setup(mesh).map_err(|(key, e)| job.invalid(&key, e))?;
-    if let Some(Restart { file, checkpoint }) = &job.restart {
-        let bad = |e| Failure::input(format!("--restart {}: {e}", file.display()));
-        let state = checkpoint
-            .state::<f64>(state_points(&setup), STATE_VARS)
-            .map_err(bad)?;
+    if let Some(restart) = &job.restart {
+        let vars = restored_state(restart, setup.mesh.nodes.len(), STATE_VARS)?;
         let s = &mut setup.solver;
         for (i, u) in s.u.iter_mut().enumerate() {
-            *u = [0, 1, 2].map(|c| state.vars[c][i]);
+            *u = [0, 1, 2].map(|c| vars[c][i]);
         }
-        s.p.clone_from(&state.vars[3]);
+        s.p.clone_from(&vars[3]);
     }
     Ok(setup)
 }
 
-/// The points of a checkpoint of the state: the mesh's nodes in order, stored as a grid of
-/// one row (the format holds values per point in order, which is all a mesh's state needs).
-fn state_points(setup: &FemSetup) -> Points {
-    Points::grid(2, [setup.mesh.nodes.len(), 1, 1])
+/// Writes the nodal velocity and pressure of `setup` as `.vtu` at `path`.
+fn write_fields(setup: &FemSetup, compress: bool, path: &Path) -> std::io::Result<()> {
+    let s = &setup.solver;
+    let velocity: Vec<f64> = s.u.iter().flatten().copied().collect();
+    let fields = [
+        Field {
+            name: "velocity",
+            components: 3,
+            values: &velocity,
+        },
+        Field {
+            name: "pressure",
+            components: 1,
+            values: &s.p,
+        },
+    ];
+    vtu::write(path, &setup.mesh, &fields, &[], compress)
 }
 
 /// `ferroflow run` of a finite-element case.
 pub fn run(args: RunArgs) -> Result<(), Failure> {
     let world = World::alone();
-    let interrupt = Interrupt::install(true).map_err(Failure::runtime)?;
     let job = job(args, &world)?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(job.threads)
-        .build()
-        .map_err(Failure::runtime)?;
-    pool.install(|| FemRun::start(&job, interrupt)?.iterate())
+    in_pool(&job, |interrupt| FemRun::start(&job, interrupt)?.iterate())
 }
 
 /// `ferroflow check` of a finite-element case: the case resolved, the mesh built and the
@@ -169,8 +174,7 @@ struct FemRun<'a> {
     time: f64,
     /// Wall time of the steps, earlier runs of a restarted one included.
     wall_seconds: f64,
-    out: OutputDir,
-    report: Reporter,
+    files: MeshOutput,
     interrupt: Interrupt,
 }
 
@@ -199,10 +203,6 @@ impl<'a> FemRun<'a> {
         };
         // The time is the last step's (every step has its row).
         let time = sim.history.last().map_or(0.0, |row| row.relative[0]);
-        let keys = problem_keys_of(&job.resolved);
-        let out = OutputDir::open(&job.out, &keys, job.overwrite, job.restart.as_ref())?;
-        ferroflow_io::file::write(&out.join(CASE_FILE), &job.resolved).map_err(Failure::runtime)?;
-        let log = out.join(LOG_FILE);
         let work = Work {
             names: &SHOWN,
             nodes: setup.mesh.nodes.len(),
@@ -210,20 +210,17 @@ impl<'a> FemRun<'a> {
             max_iterations: n.max_steps,
             start_iteration: sim.iteration,
         };
-        let mut report = Reporter::new(Mode::detect(job.quiet), &log, job.restart.is_some(), work)
-            .map_err(|e| Failure::runtime(ferroflow_io::file::naming(&log, e)))?;
         let backend = match &gpu {
             Some(gpu) => format!("cuda, {}, finite elements", gpu.device_name()),
             None => format!("cpu, {} threads, finite elements", job.threads),
         };
-        log_header(&mut report, job.restart.as_ref(), &backend, &job.resolved);
-        report.note(&format!(
-            "{}: {} nodes, {} tetrahedra, f64, {backend}; output in {}",
+        let headline = format!(
+            "{}: {} nodes, {} tetrahedra, f64, {backend}",
             job.case.case.name,
             setup.mesh.nodes.len(),
             setup.mesh.cells.len(),
-            job.out.display()
-        ));
+        );
+        let files = MeshOutput::open(job, work, &backend, &headline)?;
         Ok(FemRun {
             job,
             setup,
@@ -231,8 +228,7 @@ impl<'a> FemRun<'a> {
             sim,
             time,
             wall_seconds,
-            out,
-            report,
+            files,
             interrupt,
         })
     }
@@ -271,17 +267,16 @@ impl<'a> FemRun<'a> {
             if let Some(why) = self.diverged(speed) {
                 return Err(self.fail_diverged(&why));
             }
-            self.report
-                .update(self.sim.iteration, &[rate, pressure_rate]);
+            (self.files.report).update(self.sim.iteration, &[rate, pressure_rate]);
             let step_no = self.sim.iteration;
             let o = &case.output;
             if o.field_interval > 0
                 && step_no.is_multiple_of(o.field_interval)
                 && self.stopped().is_none()
             {
-                let name = format!("{}.vtu", results::snapshot_pieces(step_no));
-                self.write_fields(&name).map_err(Failure::runtime)?;
-                (self.out.add_snapshot(step_no, name)).map_err(Failure::runtime)?;
+                let setup = &self.setup;
+                let write = |path: &Path| write_fields(setup, o.compress, path);
+                self.files.snapshot(step_no, write)?;
             }
             if o.checkpoint_interval > 0 && step_no.is_multiple_of(o.checkpoint_interval) {
                 self.checkpoint()?;
@@ -382,50 +377,17 @@ impl<'a> FemRun<'a> {
         })
     }
 
-    /// Writes the nodal velocity and pressure as `name` in the staging directory.
-    fn write_fields(&self, name: &str) -> std::io::Result<()> {
+    /// The state after the last step as a checkpoint holds it: u, v, w, p per node.
+    fn state_vars(&self) -> Vec<Vec<f64>> {
         let s = &self.setup.solver;
-        let velocity: Vec<f64> = s.u.iter().flatten().copied().collect();
-        let fields = [
-            Field {
-                name: "velocity",
-                components: 3,
-                values: &velocity,
-            },
-            Field {
-                name: "pressure",
-                components: 1,
-                values: &s.p,
-            },
-        ];
-        let compress = self.job.case.output.compress;
-        vtu::write(
-            &self.out.join(name),
-            &self.setup.mesh,
-            &fields,
-            &[],
-            compress,
-        )
+        let mut vars: Vec<Vec<f64>> = (0..3).map(|c| s.u.iter().map(|v| v[c]).collect()).collect();
+        vars.push(s.p.clone());
+        vars
     }
 
     /// Writes the checkpoint of the state after the last step, atomically.
     fn checkpoint(&self) -> Result<(), Failure> {
-        let s = &self.setup.solver;
-        let mut vars: Vec<Vec<f64>> = (0..3).map(|c| s.u.iter().map(|v| v[c]).collect()).collect();
-        vars.push(s.p.clone());
-        let state = Snapshot {
-            points: state_points(&self.setup),
-            vars,
-        };
-        let path = self.out.join(checkpoint::FILE_NAME);
-        checkpoint::save(
-            &path,
-            &self.job.resolved,
-            &self.sim,
-            self.wall_seconds,
-            &state,
-        )
-        .map_err(Failure::runtime)
+        (self.files).checkpoint(self.job, &self.sim, self.wall_seconds, self.state_vars())
     }
 
     /// The summary of the run so far, ended with `status`, with the profiles' deviations
@@ -487,91 +449,46 @@ impl<'a> FemRun<'a> {
         }
     }
 
-    /// Writes the summary and the history into the staging directory.
+    /// Writes the summary, with the profiles' deviations `reference`, and the history into
+    /// the staging directory of `out`.
     fn write_record(
         &self,
+        out: &OutputDir,
         status: FemStatus,
         reference: Vec<Deviation>,
     ) -> Result<FemSummary, Failure> {
         let summary = self.summary(status, reference);
         let history = &self.sim.history;
-        write_residuals(&self.out.join("residuals.csv"), &COLUMNS, history)
-            .and_then(|()| write_json(&self.out.join(SUMMARY), &summary))
+        write_residuals(&out.join("residuals.csv"), &COLUMNS, history)
+            .and_then(|()| write_json(&out.join(SUMMARY), &summary))
             .map_err(Failure::runtime)?;
         Ok(summary)
     }
 
-    /// Ends a run whose state diverged: its summary and history in the staging directory, no
-    /// fields, the last checkpoint kept, the results in the output directory unchanged; exit
-    /// code 3.
-    fn fail_diverged(mut self, why: &str) -> Failure {
-        self.report.finish();
-        if let Err(e) = self.write_record(FemStatus::Diverged, Vec::new()) {
-            return e;
-        }
-        let staging = self.job.out.join(results::STAGING);
-        let message = format!(
-            "{why}; no fields written, the results in {} are unchanged; this run's summary is \
-             in {}",
-            self.job.out.display(),
-            staging.display()
-        );
-        self.report.log(&message);
-        Failure::diverged(message)
+    /// Ends a run whose state diverged (see [`MeshOutput::diverged`]).
+    fn fail_diverged(self, why: &str) -> Failure {
+        let record = self.write_record(&self.files.out, FemStatus::Diverged, Vec::new());
+        self.files.diverged(self.job, why, record.map(drop))
     }
 
     /// Writes the results and the checkpoint; a run that ends by itself replaces the results
     /// in the output directory, an interrupted one leaves its own in the staging directory
     /// and fails with exit code 130.
     fn finish(mut self, status: FemStatus) -> Result<(), Failure> {
-        self.report.finish();
-        self.checkpoint()?;
-        self.write_fields("fields.vtu").map_err(Failure::runtime)?;
-        (self.out.add_final(self.sim.iteration, "fields.vtu")).map_err(Failure::runtime)?;
-        let reference = fem_profiles::write(&self.out, &self.job.case, &self.setup);
-        let summary = self.write_record(status, reference.map_err(Failure::runtime)?)?;
-        let out = &self.job.out;
-        let staging = out.join(results::STAGING);
+        let compress = self.job.case.output.compress;
+        let write = |path: &Path| write_fields(&self.setup, compress, path);
+        let done = (&self.sim, self.wall_seconds);
+        (self.files).write_final(self.job, done, self.state_vars(), write)?;
+        let reference = fem_profiles::write(&self.files.out, &self.job.case, &self.setup);
+        let reference = reference.map_err(Failure::runtime)?;
+        let summary = self.write_record(&self.files.out, status, reference)?;
         let interrupted = status == FemStatus::Interrupted;
-        let verdict = match status {
-            FemStatus::Steady => "steady",
-            FemStatus::EndTime => "reached the end time",
-            FemStatus::MaxSteps => "NOT steady (step limit)",
-            FemStatus::Interrupted | FemStatus::Diverged => "stopped",
-        };
-        self.report.note(&format!(
-            "{verdict} after {} steps, t = {:.6} ({:.2} s, {:.1} CG iterations per step); \
-             results in {}",
-            summary.steps,
-            summary.time,
-            summary.wall_seconds,
-            summary.cg.iterations_per_step,
-            if interrupted { &staging } else { out }.display()
-        ));
-        for f in &summary.forces {
-            self.report.note(&format!(
-                "  force on {}: {:?} N, coefficients {:?}",
-                f.patch, f.force, f.coefficients
-            ));
-        }
-        if interrupted {
-            let message = format!(
-                "stopped at step {}; its results and checkpoint are in {}, the results in {} \
-                 are unchanged; continue with: ferroflow run --restart {}{}",
-                self.sim.iteration,
-                staging.display(),
-                out.display(),
-                out.display(),
-                // The checkpoint keeps the case, not the backend.
-                if self.gpu.is_some() {
-                    " --backend cuda"
-                } else {
-                    ""
-                }
-            );
-            self.report.log(&message);
-            return Err(Failure::interrupted(message));
-        }
-        self.out.commit().map_err(Failure::runtime)
+        let what = format!(
+            "{} steps, t = {:.6} ({:.2} s, {:.1} CG iterations per step)",
+            summary.steps, summary.time, summary.wall_seconds, summary.cg.iterations_per_step,
+        );
+        let dir = MeshOutput::results_dir(self.job, interrupted);
+        (self.files).tell(status, &what, &dir, &summary.forces);
+        self.files.end(self.job, self.sim.iteration, interrupted)
     }
 }

@@ -1,21 +1,100 @@
 //! `ferroflow run` and `ferroflow check` of a finite-volume case (`case.solver =
 //! "finite-volume"`): the compressible cell-centred solver of `ferroflow-fv` on the case's
-//! mixed mesh, with the finite-element runs' job, output directory, progress, signals and
-//! checkpoints.
+//! mixed mesh, on the CPU, with the finite-element runs' job, output directory, progress,
+//! signals and checkpoints ([`crate::mesh_run`]).
+//!
+//! Steady schemes (`rk-local`, `newton-jacobi`) take one iteration at a time; before each,
+//! the RMS of R/Ω of every conservative variable is measured (one residual more per
+//! iteration than the solver's own loops, which see the density's only), and the run is
+//! steady once the density's has dropped by `numerics.residual_drop` from its largest: an
+//! impulsive start (a no-slip wall in a uniform stream) puts the first residual in the
+//! momentum at the wall, and the density's grows from round-off before it falls.
+//! `ssp-rk3` takes steps of the smallest cell's CFL step to `numerics.end_time`. Results:
+//! `fields.vtu` (cell data), snapshots in `fields.pvd`, `surface_<patch>.csv` per wall
+//! patch, `summary.json`, `residuals.csv`, `run.log`, `case.resolved.toml`,
+//! `checkpoint.ffcp` (the conservative state per cell).
+use crate::fv_output::{self, FvMeshSize, FvSummary, Surface};
+use crate::input::Override;
 use crate::mesh_job::MeshJob;
-use crate::run::RunArgs;
+use crate::mesh_run::{in_pool, restored_state, MeshOutput};
+use crate::progress::Work;
+use crate::results::{OutputDir, SUMMARY};
+use crate::run::{Restart, RunArgs};
+use crate::signals::Interrupt;
 use crate::world::World;
 use crate::Failure;
+use ferroflow_cases::fem::{FemStatus, SolverKind};
 use ferroflow_cases::fv::{FvCase, FvSetup, Scheme};
+use ferroflow_fv::gas::Cons;
+use ferroflow_fv::implicit::{steady_implicit, Implicit};
+use ferroflow_fv::time::{residual_rms, steady, unsteady, FOUR_STAGE};
+use ferroflow_io::table::write_json;
+use ferroflow_solver::simulation::HistoryRow;
+use ferroflow_solver::{write_residuals, Simulation, StopCriteria};
+use rayon::prelude::*;
+use std::path::Path;
+use std::time::Instant;
 
 /// A finite-volume run, checked.
 type FvJob = MeshJob<FvCase>;
 
-/// The mesh and the solver at the start; errors name the key at fault.
+/// Variables of a checkpoint: ρ, ρu, ρv, ρw, ρE of each cell.
+const STATE_VARS: usize = 5;
+
+/// The columns of a steady run's `residuals.csv` after `iteration` (done before the row's
+/// residual was measured): the density residual over its largest so far, then the RMS of
+/// R/Ω of each variable.
+const STEADY_COLUMNS: [&str; 6] = ["drop", "rho", "rho_u", "rho_v", "rho_w", "rho_e"];
+
+/// The columns of an unsteady run's `residuals.csv` after `iteration` (the step): time, Δt,
+/// and the RMS of ΔU/Δt of each variable over the step.
+const UNSTEADY_COLUMNS: [&str; 7] = ["time", "dt", "rho", "rho_u", "rho_v", "rho_w", "rho_e"];
+
+/// The mesh and the solver at the start (or at the checkpoint's state); errors name the key
+/// at fault.
 fn setup(job: &FvJob) -> Result<FvSetup, Failure> {
     let case = &job.case;
     let mesh = (case.mesh()).map_err(|e| job.invalid(case.mesh_key(), e.to_string()))?;
-    case.setup(mesh).map_err(|(key, e)| job.invalid(&key, e))
+    let mut setup = case.setup(mesh).map_err(|(key, e)| job.invalid(&key, e))?;
+    if let Some(restart) = &job.restart {
+        check_same_kind(restart, case)?;
+        let vars = restored_state(restart, setup.state.len(), STATE_VARS)?;
+        for (c, u) in setup.state.iter_mut().enumerate() {
+            *u = std::array::from_fn(|k| vars[k][c]);
+        }
+    }
+    Ok(setup)
+}
+
+/// Whether `scheme` marches to a steady state.
+fn is_steady(scheme: Scheme) -> bool {
+    scheme != Scheme::SspRk3
+}
+
+/// A checkpoint continues only a run of its kind, steady or unsteady: their histories differ
+/// (residuals before each iteration, or time and rates after each step).
+fn check_same_kind(restart: &Restart, case: &FvCase) -> Result<(), Failure> {
+    let Ok(theirs) = FvCase::from_toml(&restart.checkpoint.case_toml, "checkpoint") else {
+        return Ok(());
+    };
+    let (was, is) = (theirs.numerics.scheme, case.numerics.scheme);
+    if is_steady(was) == is_steady(is) {
+        return Ok(());
+    }
+    Err(Failure::input(format!(
+        "--restart {}: the checkpoint is of a run with numerics.scheme = \"{}\", the case has \
+         \"{}\"; a steady run continues only a steady one, an unsteady run an unsteady one",
+        restart.file.display(),
+        serde_name(&was),
+        serde_name(&is)
+    )))
+}
+
+/// `ferroflow run` of a finite-volume case.
+pub fn run(args: RunArgs) -> Result<(), Failure> {
+    let world = World::alone();
+    let job = FvJob::new(args, &world)?;
+    in_pool(&job, |interrupt| FvRun::start(&job, interrupt)?.iterate())
 }
 
 /// `ferroflow check` of a finite-volume case: the case resolved, the mesh built and the
@@ -73,4 +152,346 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
 /// How `value` is written in a case file.
 fn serde_name(value: &impl serde::Serialize) -> String {
     toml::Value::try_from(value).map_or_else(|_| "?".into(), |v| v.as_str().unwrap_or("?").into())
+}
+
+/// A finite-volume run in progress.
+struct FvRun<'a> {
+    job: &'a FvJob,
+    setup: FvSetup,
+    sim: Simulation,
+    /// Time reached (unsteady).
+    time: f64,
+    /// Wall time of the steps, earlier runs of a restarted one included.
+    wall_seconds: f64,
+    files: MeshOutput,
+    interrupt: Interrupt,
+    /// The residual of the steady residual's measure; the state before an unsteady step.
+    scratch: Vec<Cons>,
+    /// Each cell's time step.
+    dt: Vec<f64>,
+}
+
+impl<'a> FvRun<'a> {
+    /// Sets the run up, then opens the output directory: nothing is written before the case,
+    /// the mesh and the checkpoint are found valid.
+    fn start(job: &'a FvJob, interrupt: Interrupt) -> Result<FvRun<'a>, Failure> {
+        let setup = setup(job)?;
+        let n = &job.case.numerics;
+        let steady = is_steady(n.scheme);
+        let stop = StopCriteria {
+            tolerance: if steady { n.residual_drop } else { 0.0 },
+            max_iterations: n.max_iterations,
+            check_interval: 1,
+            stall_checks: 0,
+        };
+        let (sim, wall_seconds) = match &job.restart {
+            Some(r) => (r.checkpoint.simulation(stop), r.checkpoint.wall_seconds),
+            None => (Simulation::new(stop), 0.0),
+        };
+        // An unsteady run's time is its last step's (every step has its row).
+        let last = sim.history.last().filter(|_| !steady);
+        let time = last.map_or(0.0, |row| row.relative[0]);
+        let work = Work {
+            names: if steady { &["drop"] } else { &["rho rate"] },
+            nodes: setup.state.len(),
+            tolerance: if steady {
+                n.residual_drop
+            } else {
+                f64::MIN_POSITIVE
+            },
+            max_iterations: n.max_iterations,
+            start_iteration: sim.iteration,
+        };
+        let backend = format!("cpu, {} threads, finite volumes", job.threads);
+        let g = &setup.solver.geometry;
+        let headline = format!(
+            "{}: {} cells, {} faces, f64, {backend}, {}",
+            job.case.case.name,
+            g.cells,
+            g.faces(),
+            serde_name(&n.scheme)
+        );
+        let files = MeshOutput::open(job, work, &backend, &headline)?;
+        let cells = setup.state.len();
+        Ok(FvRun {
+            job,
+            setup,
+            sim,
+            time,
+            wall_seconds,
+            files,
+            interrupt,
+            scratch: vec![[0.0; 5]; cells],
+            dt: vec![0.0; cells],
+        })
+    }
+
+    /// Iterates until a steady state, the end time, the iteration limit, divergence or a
+    /// signal, then writes the results.
+    fn iterate(mut self) -> Result<(), Failure> {
+        let (case, start) = (&self.job.case, Instant::now());
+        let earlier = self.wall_seconds;
+        let status = loop {
+            if let Some(why) = self.measure() {
+                return Err(self.fail_diverged(&why));
+            }
+            if let Some(status) = self.stopped() {
+                break status;
+            }
+            self.advance();
+            self.sim.iteration += 1;
+            self.wall_seconds = earlier + start.elapsed().as_secs_f64();
+            if let Some(why) = self.unphysical() {
+                return Err(self.fail_diverged(&why));
+            }
+            let step = self.sim.iteration;
+            let o = &case.output;
+            if o.field_interval > 0 && step.is_multiple_of(o.field_interval) {
+                let setup = &self.setup;
+                let write = |path: &Path| fv_output::write_fields(setup, o.compress, path);
+                self.files.snapshot(step, write)?;
+            }
+            if o.checkpoint_interval > 0 && step.is_multiple_of(o.checkpoint_interval) {
+                self.checkpoint()?;
+            }
+        };
+        self.finish(status)
+    }
+
+    /// Steady: the residual of the state reached, its row and its progress, unless the
+    /// history has it (a restart's checkpoint); the residuals where the density's was
+    /// largest are the simulation's normalisers. Why the run diverged, if the residual is
+    /// not finite.
+    fn measure(&mut self) -> Option<String> {
+        let case = &self.job.case;
+        let at = self.sim.iteration;
+        let measured = self.sim.history.last().is_some_and(|r| r.iteration == at);
+        if !is_steady(case.numerics.scheme) || measured {
+            return None;
+        }
+        let (s, u) = (&mut self.setup.solver, &self.setup.state);
+        let rms = residual_rms(s, u, &mut self.scratch);
+        let peak = (self.sim.initial).get_or_insert_with(|| rms.to_vec());
+        if rms[0] > peak[0] {
+            *peak = rms.to_vec();
+        }
+        let drop = if peak[0] > 0.0 { rms[0] / peak[0] } else { 0.0 };
+        let mut row = vec![drop];
+        row.extend_from_slice(&rms);
+        self.sim.history.push(HistoryRow {
+            iteration: at,
+            relative: row,
+        });
+        self.files.report.update(at, &[drop]);
+        (rms.iter().any(|x| !x.is_finite()))
+            .then(|| format!("diverged at iteration {at}: the residual is not finite"))
+    }
+
+    /// Why the run stops before its next iteration, if it does.
+    fn stopped(&self) -> Option<FemStatus> {
+        let n = &self.job.case.numerics;
+        match is_steady(n.scheme) {
+            true => {
+                let last = self.sim.history.last().map(|row| &row.relative);
+                let peak = self.sim.initial.as_ref().map(|f| f[0]);
+                if let (Some(row), Some(peak)) = (last, peak) {
+                    if row[1] <= n.residual_drop * peak {
+                        return Some(FemStatus::Steady);
+                    }
+                }
+            }
+            false if self.time >= n.end_time => return Some(FemStatus::EndTime),
+            false => {}
+        }
+        if self.sim.iteration >= n.max_iterations {
+            return Some(FemStatus::MaxSteps);
+        }
+        self.interrupt.requested().then_some(FemStatus::Interrupted)
+    }
+
+    /// One iteration of the case's scheme; an unsteady step adds its row.
+    fn advance(&mut self) {
+        let n = &self.job.case.numerics;
+        let (s, u) = (&mut self.setup.solver, &mut self.setup.state);
+        // The drop is checked here, before each iteration: one iteration each call.
+        let once = (n.residual_drop, 1);
+        match n.scheme {
+            Scheme::RkLocal => {
+                steady(s, u, n.cfl, &FOUR_STAGE, once);
+            }
+            Scheme::NewtonJacobi => {
+                let how = Implicit {
+                    cfl: n.cfl,
+                    sweeps: n.sweeps,
+                };
+                steady_implicit(s, u, how, once);
+            }
+            Scheme::SspRk3 => {
+                let t = self.time;
+                s.time_steps(u, t, n.cfl, &mut self.dt);
+                let smallest = self.dt.iter().copied().fold(f64::INFINITY, f64::min);
+                // The step `unsteady` takes from t, the last one landing on the end time.
+                let next = match n.end_time - t <= smallest {
+                    true => n.end_time,
+                    false => t + smallest,
+                };
+                self.scratch.copy_from_slice(u);
+                unsteady(s, u, (t, next), n.cfl);
+                let step = next - t;
+                let mut row = vec![next, step];
+                row.extend(rms_rates(&self.scratch, u, step));
+                self.time = next;
+                let iteration = self.sim.iteration + 1;
+                self.files.report.update(iteration, &row[2..3]);
+                self.sim.history.push(HistoryRow {
+                    iteration,
+                    relative: row,
+                });
+            }
+        }
+    }
+
+    /// Why the state reached is not usable, if it is not: the first cell with a value not
+    /// finite, or a density or pressure not positive.
+    fn unphysical(&self) -> Option<String> {
+        let gas = self.setup.solver.gas;
+        let bad = |u: &Cons| {
+            let w = gas.prim(u);
+            !(u.iter().all(|x| x.is_finite()) && w[0] > 0.0 && w[4] > 0.0)
+        };
+        let c = self.setup.state.par_iter().position_first(bad)?;
+        let u = self.setup.state[c];
+        let w = gas.prim(&u);
+        let what = match u.iter().all(|x| x.is_finite()) {
+            false => "not finite".to_string(),
+            true => format!("density {:.3e}, pressure {:.3e}", w[0], w[4]),
+        };
+        Some(format!(
+            "diverged at iteration {}: cell {c} is {what}",
+            self.sim.iteration
+        ))
+    }
+
+    /// The state after the last iteration as a checkpoint holds it: ρ, ρu, ρv, ρw, ρE per
+    /// cell.
+    fn state_vars(&self) -> Vec<Vec<f64>> {
+        let u = &self.setup.state;
+        (0..STATE_VARS)
+            .map(|k| u.iter().map(|u| u[k]).collect())
+            .collect()
+    }
+
+    /// Writes the checkpoint of the state after the last iteration, atomically.
+    fn checkpoint(&self) -> Result<(), Failure> {
+        (self.files).checkpoint(self.job, &self.sim, self.wall_seconds, self.state_vars())
+    }
+
+    /// The summary of the run so far, ended with `status`, with the forces on `surfaces`.
+    fn summary(&self, status: FemStatus, surfaces: &[Surface]) -> FvSummary {
+        let (case, s) = (&self.job.case, &self.setup.solver);
+        let steady = is_steady(case.numerics.scheme);
+        let last = self.sim.history.last().map(|r| r.relative.as_slice());
+        let at = if steady { 1 } else { 2 };
+        let last_rms = std::array::from_fn(|k| last.map_or(f64::NAN, |r| r[at + k]));
+        let g = &s.geometry;
+        let cells = g.cells;
+        FvSummary {
+            case: case.case.name.clone(),
+            solver: SolverKind::FiniteVolume,
+            scheme: case.numerics.scheme,
+            overrides: self.job.overrides.iter().map(Override::to_string).collect(),
+            mesh: FvMeshSize {
+                cells,
+                faces: g.faces(),
+                boundary_faces: g.faces() - g.internal,
+            },
+            precision: "f64".into(),
+            backend: "cpu".into(),
+            threads: self.job.threads,
+            steps: self.sim.iteration,
+            time: (!steady).then_some(self.time),
+            converged: status == FemStatus::Steady,
+            status,
+            residual_drop: last.filter(|_| steady).map(|r| r[0]),
+            peak_rms: (self.sim.initial.as_ref())
+                .filter(|_| steady)
+                .map(|f| std::array::from_fn(|k| f[k])),
+            last_rms,
+            totals: s.totals(&self.setup.state),
+            wall_seconds: self.wall_seconds,
+            total_wall_seconds: self.job.started.elapsed().as_secs_f64(),
+            cell_updates_per_second: cells as f64 * self.sim.iteration as f64 / self.wall_seconds,
+            forces: fv_output::forces(case, surfaces),
+            shock_tube_l1_density: fv_output::shock_tube_error(case, &self.setup, self.time),
+        }
+    }
+
+    /// Writes the summary, the history and the surface tables into the staging directory of
+    /// `out`.
+    fn write_record(
+        &self,
+        out: &OutputDir,
+        status: FemStatus,
+        surfaces: &[Surface],
+    ) -> Result<FvSummary, Failure> {
+        let summary = self.summary(status, surfaces);
+        let columns: &[&str] = match is_steady(self.job.case.numerics.scheme) {
+            true => &STEADY_COLUMNS,
+            false => &UNSTEADY_COLUMNS,
+        };
+        let history = &self.sim.history;
+        let surface = |s: &Surface| {
+            let path = out.join(&fv_output::surface_file(&s.patch));
+            fv_output::write_surface(&path, s)
+        };
+        write_residuals(&out.join("residuals.csv"), columns, history)
+            .and_then(|()| surfaces.iter().try_for_each(surface))
+            .and_then(|()| write_json(&out.join(SUMMARY), &summary))
+            .map_err(Failure::runtime)?;
+        Ok(summary)
+    }
+
+    /// Ends a run whose state diverged (see [`MeshOutput::diverged`]).
+    fn fail_diverged(self, why: &str) -> Failure {
+        let record = self.write_record(&self.files.out, FemStatus::Diverged, &[]);
+        self.files.diverged(self.job, why, record.map(drop))
+    }
+
+    /// Writes the results and the checkpoint; a run that ends by itself replaces the results
+    /// in the output directory, an interrupted one leaves its own in the staging directory
+    /// and fails with exit code 130.
+    fn finish(mut self, status: FemStatus) -> Result<(), Failure> {
+        let compress = self.job.case.output.compress;
+        let write = |path: &Path| fv_output::write_fields(&self.setup, compress, path);
+        let done = (&self.sim, self.wall_seconds);
+        (self.files).write_final(self.job, done, self.state_vars(), write)?;
+        let surfaces = fv_output::surfaces(&self.job.case, &mut self.setup, self.time);
+        let summary = self.write_record(&self.files.out, status, &surfaces)?;
+        let interrupted = status == FemStatus::Interrupted;
+        let reached = match (summary.time, summary.residual_drop) {
+            (Some(t), _) => format!("t = {t:.6}"),
+            (None, Some(drop)) => format!("residual drop {drop:.3e}"),
+            (None, None) => "nothing measured".into(),
+        };
+        let what = format!(
+            "{} iterations, {reached} ({:.2} s)",
+            summary.steps, summary.wall_seconds
+        );
+        let dir = MeshOutput::results_dir(self.job, interrupted);
+        (self.files).tell(status, &what, &dir, &summary.forces);
+        if let Some(l1) = summary.shock_tube_l1_density {
+            let note = format!("  L1 error in density against the exact shock tube: {l1:.4e}");
+            self.files.report.note(&note);
+        }
+        self.files.end(self.job, self.sim.iteration, interrupted)
+    }
+}
+
+/// The RMS over the cells of (u − before)/Δt of each variable.
+fn rms_rates(before: &[Cons], u: &[Cons], dt: f64) -> Cons {
+    let mut sum = [0.0; 5];
+    for (a, b) in before.iter().zip(u) {
+        (0..5).for_each(|k| sum[k] += ((b[k] - a[k]) / dt).powi(2));
+    }
+    sum.map(|x| (x / u.len() as f64).sqrt())
 }

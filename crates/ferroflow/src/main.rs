@@ -1,16 +1,19 @@
 //! The `ferroflow` command-line program.
 mod backends;
 mod bench;
+mod bench_fv_cuda;
 mod cases;
 mod check;
 mod fem_profiles;
 mod fem_run;
+mod fv_output;
 mod fv_run;
 mod info;
 mod input;
 mod memory;
 mod mesh;
 mod mesh_job;
+mod mesh_run;
 mod plot;
 mod progress;
 mod results;

@@ -118,7 +118,9 @@ pub fn snapshot_pieces(iteration: usize) -> String {
 /// Whether `name` is a file of a result set, or what an interrupted write of one left.
 fn is_result_file(name: &str) -> bool {
     let name = name.strip_suffix(".tmp").unwrap_or(name);
-    RESULT_FILES.contains(&name) || snapshot_iteration(name).is_some()
+    // A finite-volume run's table of a wall patch.
+    let surface = name.starts_with("surface_") && name.ends_with(".csv");
+    RESULT_FILES.contains(&name) || snapshot_iteration(name).is_some() || surface
 }
 
 /// The message for an output directory that cannot be used.

@@ -118,13 +118,7 @@ pub struct Job<'w> {
 pub fn run(args: RunArgs) -> Result<(), Failure> {
     match crate::mesh_job::solver_of_args(&args)? {
         SolverKind::FiniteElement => return crate::fem_run::run(args),
-        SolverKind::FiniteVolume => {
-            return Err(Failure::input(
-                "ferroflow run of a finite-volume case: not available yet; `ferroflow check` \
-                 checks the case, and the solver runs its studies through `ferroflow verify \
-                 sod|vortex|bump|flat-plate`",
-            ))
-        }
+        SolverKind::FiniteVolume => return crate::fv_run::run(args),
         SolverKind::Structured => {}
     }
     // Kept to the end: MPI is finalised when the last handle to it is dropped.

@@ -1965,3 +1965,14 @@ fn bench_runs_the_finite_volume_ablation() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--fv-ablation 3: the CPU backend"), "{err}");
 }
+
+#[test]
+fn bench_of_the_finite_volumes_on_a_gpu_refuses_a_tiny_mesh() {
+    let tmp = TempDir::new().unwrap();
+    let (code, err) = stderr_of(ferroflow(tmp.path()).args(["bench", "--fv-cuda", "3"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--fv-cuda 3: at least 4 cells per axis"),
+        "{err}"
+    );
+}

@@ -3,11 +3,13 @@
 //! key, the value or the file; on a GPU (ignored without one), the CPU's files bit for bit.
 use std::fs;
 use std::path::Path;
-use std::time::Duration;
 use tempfile::TempDir;
 
 mod common;
-use common::{assert_same_files, ferroflow, spawn, stderr_of, summary, wait_exit, wait_for};
+use common::{
+    assert_diverges, assert_files_and_listed, assert_same_files, ferroflow, interrupt_and_continue,
+    stderr_of, summary,
+};
 
 /// `run cube-fe-re100` on 4³ hexahedra (125 nodes) with `extra` arguments, quietly.
 fn tiny_cube<'a>(extra: &[&'a str]) -> Vec<&'a str> {
@@ -47,18 +49,14 @@ fn a_tiny_cube_writes_its_results_and_a_restart_ends_bitwise_as_one_run() {
     assert!(s["cg"]["iterations_per_step"].as_f64().unwrap() > 1.0);
     let continuity = s["residuals"]["continuity"].as_f64().unwrap();
     assert!(continuity > 0.0 && continuity < s["residuals"]["divergence"].as_f64().unwrap());
-    for file in [
+    let files = [
         "fields.vtu",
         "fields_00000004.vtu",
         "checkpoint.ffcp",
         "run.log",
-    ] {
-        assert!(whole.join(file).is_file(), "{file}");
-    }
-    let pvd = fs::read_to_string(whole.join("fields.pvd")).unwrap();
-    for file in ["fields_00000004.vtu", "fields_00000008.vtu", "fields.vtu"] {
-        assert!(pvd.contains(&format!("file=\"{file}\"")), "{pvd}");
-    }
+    ];
+    let listed = ["fields_00000004.vtu", "fields_00000008.vtu", "fields.vtu"];
+    assert_files_and_listed(&whole, &files, &listed);
     let csv = fs::read_to_string(whole.join("residuals.csv")).unwrap();
     assert!(csv.starts_with("iteration,time,dt,velocity_rate,pressure_rate,divergence"));
     assert_eq!(csv.lines().count(), 13);
@@ -111,7 +109,6 @@ fn a_diverging_run_exits_3_and_keeps_the_earlier_results() {
         ]))
         .assert()
         .success();
-    let before = fs::read(out.join("fields.vtu")).unwrap();
     // Steps far above the stable one.
     let unstable = [
         "--set",
@@ -121,57 +118,23 @@ fn a_diverging_run_exits_3_and_keeps_the_earlier_results() {
         "--out",
         "out",
     ];
-    let (code, err) = stderr_of(ferroflow(tmp.path()).args(tiny_cube(&unstable)));
-    assert_eq!(code, Some(3), "{err}");
-    assert!(err.contains("diverged at step"), "{err}");
-    assert_eq!(fs::read(out.join("fields.vtu")).unwrap(), before);
-    let partial = out.join("partial");
-    assert_eq!(summary(&partial)["status"], "diverged");
-    assert!(!partial.join("fields.vtu").exists());
+    let cmd = &mut ferroflow(tmp.path());
+    assert_diverges(cmd.args(tiny_cube(&unstable)), &out, "diverged at step");
 }
 
 #[test]
 fn ctrl_c_writes_a_checkpoint_and_exits_130() {
     let tmp = TempDir::new().unwrap();
-    let out = tmp.path().join("out");
-    let long = [
-        "run",
-        "cube-fe-re100",
-        "-q",
+    let args = [
         "--set",
         "mesh.cells=[6,6,6]",
-        "--set",
-        "output.checkpoint_interval=20",
         "--set",
         "numerics.steady_tolerance=1e-14",
         "--set",
         "numerics.end_time=1000",
-        "--out",
-        "out",
     ];
-    let mut child = spawn(tmp.path(), &long);
-    let partial = out.join("partial");
-    wait_for(&partial.join("checkpoint.ffcp"), Duration::from_secs(60));
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    assert_eq!(
-        wait_exit(&mut child, Duration::from_secs(30), "SIGINT").code(),
-        Some(130)
-    );
-    let s = summary(&partial);
-    assert_eq!(s["status"], "interrupted");
-    assert!(partial.join("fields.vtu").exists() && !out.join("summary.json").exists());
-    // It continues from there (one more step).
-    let steps = s["steps"].as_u64().unwrap() + 1;
-    let limit = format!("numerics.max_steps={steps}");
-    ferroflow(tmp.path())
-        .args(["run", "-q", "--restart", "out", "--set", &limit])
-        .assert()
-        .success();
-    assert_eq!(summary(&out)["steps"].as_u64(), Some(steps));
+    let limit = "numerics.max_steps";
+    interrupt_and_continue(tmp.path(), "cube-fe-re100", &args, limit);
 }
 
 /// Writes a finite-element case file `name` in `dir` with the lines `body` after `[case]`.

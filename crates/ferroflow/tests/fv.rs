@@ -1,11 +1,17 @@
-//! `ferroflow check` of finite-volume cases: the built-in ones listed, shown and checked,
-//! and input errors that name the key, the value or the file.
+//! `ferroflow check` and `run` of finite-volume cases: the built-in ones listed, shown and
+//! checked; the files of a shock tube's run and its density against the exact solution; the
+//! bitwise restart of an unsteady and a steady run; the same bits on 1 and 2 threads in
+//! viscous flow; divergence, Ctrl-C, and input errors that name the key, the value or the
+//! file.
 use std::fs;
 use std::path::Path;
 use tempfile::TempDir;
 
 mod common;
-use common::{ferroflow, stderr_of};
+use common::{
+    assert_diverges, assert_files_and_listed, assert_same_files, ferroflow, interrupt_and_continue,
+    stderr_of, summary,
+};
 
 /// Writes a finite-volume case file `name` in `dir` with the lines `body` after `[case]`.
 fn case_file(dir: &Path, name: &str, body: &str) {
@@ -88,9 +94,244 @@ fn bad_keys_values_patches_and_mesh_files_exit_2_naming_them() {
     let (code, err) = stderr_of(ferroflow(dir).args(["check", "sod-fv", "--precision", "f32"]));
     assert_eq!(code, Some(2));
     assert!(err.contains("f64 only"), "{err}");
-    // Runs are not there yet: refused as input, nothing written.
-    let (code, err) = stderr_of(ferroflow(dir).args(["run", "sod-fv"]));
-    assert_eq!(code, Some(2));
-    assert!(err.contains("not available yet"), "{err}");
     assert!(!dir.join("ferroflow-out").exists());
+}
+
+/// `ferroflow run ARGS` in `dir`, quietly, which must succeed.
+fn run(dir: &Path, args: &[&str]) {
+    ferroflow(dir)
+        .args(["run", "-q"])
+        .args(args)
+        .assert()
+        .success();
+}
+
+/// Sod's shock tube on 100 × 2 × 2 hexahedra to t = 0.2: every result file, the cell arrays,
+/// snapshots, and the density within `ferroflow verify sod`'s bound at this resolution.
+#[test]
+fn a_shock_tube_writes_its_files_and_meets_the_exact_density() {
+    let tmp = TempDir::new().unwrap();
+    run(tmp.path(), &["sod-fv", "--set", "output.field_interval=40"]);
+    let out = tmp.path().join("ferroflow-out/sod-fv");
+    let s = summary(&out);
+    assert_eq!(
+        (
+            s["solver"].as_str(),
+            s["scheme"].as_str(),
+            s["status"].as_str()
+        ),
+        (Some("finite-volume"), Some("ssp-rk3"), Some("end-time"))
+    );
+    assert_eq!(s["time"].as_f64(), Some(0.2));
+    assert_eq!(s["mesh"]["cells"], 400);
+    let l1 = s["shock_tube_l1_density"].as_f64().unwrap();
+    assert!(l1 > 0.0 && l1 <= 0.0062, "L1 {l1}");
+    let steps = s["steps"].as_u64().unwrap() as usize;
+    let csv = fs::read_to_string(out.join("residuals.csv")).unwrap();
+    assert!(
+        csv.starts_with("iteration,time,dt,rho,rho_u,rho_v,rho_w,rho_e\n"),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count(), steps + 1);
+    let files = [
+        "fields_00000040.vtu",
+        "checkpoint.ffcp",
+        "run.log",
+        "case.resolved.toml",
+    ];
+    let listed = ["fields_00000040.vtu", "fields_00000080.vtu", "fields.vtu"];
+    assert_files_and_listed(&out, &files, &listed);
+    let vtu = String::from_utf8_lossy(&fs::read(out.join("fields.vtu")).unwrap()).into_owned();
+    let cells = &vtu[vtu.find("<CellData>").unwrap()..vtu.find("</CellData>").unwrap()];
+    for name in ["density", "velocity", "pressure", "temperature", "mach"] {
+        assert!(cells.contains(&format!("Name=\"{name}\"")), "{cells}");
+    }
+    // The six sides are slip walls; the reference state is at rest: no Cp, pressures only.
+    let wall = fs::read_to_string(out.join("surface_xmax.csv")).unwrap();
+    let mut lines = wall.lines();
+    assert_eq!(lines.next(), Some("x,y,z,p"));
+    assert_eq!(lines.clone().count(), 4);
+    for line in lines {
+        let p: f64 = line.rsplit(',').next().unwrap().parse().unwrap();
+        // The right state's pressure: the shock has not reached x = 1.
+        assert!((p - 0.1).abs() < 1e-9, "{line}");
+    }
+}
+
+/// N steps and then M more from the checkpoint give the bytes of N + M at once: SSP-RK3 on
+/// the shock tube (with snapshots) and Newton–Jacobi on a small bump.
+#[test]
+fn runs_continued_from_their_checkpoints_end_bitwise_as_one_run() {
+    let tmp = TempDir::new().unwrap();
+    let dir = tmp.path();
+    let cases: [(&str, &[&str], &[&str]); 2] = [
+        (
+            "sod-fv",
+            &["--set", "output.field_interval=20"],
+            &[
+                "fields.vtu",
+                "fields_00000020.vtu",
+                "fields_00000040.vtu",
+                "fields.pvd",
+                "surface_xmin.csv",
+            ],
+        ),
+        (
+            "bump-fv",
+            &["--set", "mesh.cells=[12,1,1]"],
+            &["fields.vtu", "surface_ymin.csv"],
+        ),
+    ];
+    for (case, extra, files) in cases {
+        let (whole, halves) = (format!("{case}-whole"), format!("{case}-halves"));
+        let at = |n: usize| format!("numerics.max_iterations={n}");
+        run(
+            dir,
+            &[&[case, "--out", &whole, "--set", &at(50)], extra].concat(),
+        );
+        run(
+            dir,
+            &[&[case, "--out", &halves, "--set", &at(25)], extra].concat(),
+        );
+        assert_eq!(summary(&dir.join(&halves))["steps"], 25);
+        run(dir, &["--restart", &halves, "--set", &at(50)]);
+        assert_eq!(summary(&dir.join(&halves))["steps"], 50, "{case}");
+        // A steady run does not continue an unsteady one, nor the reverse.
+        let other = match case {
+            "sod-fv" => "numerics.scheme=\"rk-local\"",
+            _ => "numerics.scheme=\"ssp-rk3\"",
+        };
+        let (code, err) =
+            stderr_of(ferroflow(dir).args(["run", "--restart", &halves, "--set", other]));
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("numerics.scheme"), "{err}");
+        let (whole, halves) = (dir.join(whole), dir.join(halves));
+        assert_same_files(&whole, &halves, files.iter().chain(&["residuals.csv"]));
+        let csv = fs::read_to_string(whole.join("residuals.csv")).unwrap();
+        // A steady run's rows are its residuals after 0 to 50 iterations.
+        let rows = if case == "bump-fv" { 51 } else { 50 };
+        assert_eq!(csv.lines().count(), rows + 1, "{case}");
+    }
+}
+
+/// The thread-count independence in viscous flow: the flat plate's implicit
+/// iterations give the same bytes on 1 and 2 threads (the fine mesh's 7,168 cells: every
+/// loop is cut into several tasks).
+#[test]
+fn a_viscous_run_gives_the_same_bits_on_one_and_two_threads() {
+    let tmp = TempDir::new().unwrap();
+    for threads in ["1", "2"] {
+        let args = [
+            "flat-plate-fv",
+            "--threads",
+            threads,
+            "--set",
+            "mesh.grading=\"fine\"",
+            "--set",
+            "numerics.max_iterations=3",
+            "--out",
+            threads,
+        ];
+        run(tmp.path(), &args);
+    }
+    let (one, two) = (tmp.path().join("1"), tmp.path().join("2"));
+    let threads = |dir: &Path| summary(dir)["threads"].as_u64();
+    assert_eq!((threads(&one), threads(&two)), (Some(1), Some(2)));
+    assert_same_files(
+        &one,
+        &two,
+        ["fields.vtu", "residuals.csv", "surface_plate.csv"],
+    );
+    // The plate's table has the viscous columns, and the flow drags the plate downstream.
+    let plate = fs::read_to_string(one.join("surface_plate.csv")).unwrap();
+    assert!(plate.starts_with("x,y,z,p,cp,cf\n"), "{plate}");
+    let drag = summary(&one)["forces"][0]["force"][0].as_f64().unwrap();
+    assert!(drag > 0.0, "{drag}");
+}
+
+#[test]
+fn a_diverging_run_exits_3_and_keeps_the_earlier_results() {
+    let tmp = TempDir::new().unwrap();
+    let out = tmp.path().join("out");
+    let limit = ["--set", "numerics.max_iterations=5"];
+    run(
+        tmp.path(),
+        &[&["sod-fv", "--out", "out"], &limit[..]].concat(),
+    );
+    // Steps far above the stable one.
+    let unstable = [
+        "run",
+        "sod-fv",
+        "-q",
+        "--set",
+        "numerics.cfl=50",
+        "--out",
+        "out",
+    ];
+    let cmd = &mut ferroflow(tmp.path());
+    assert_diverges(cmd.args(unstable), &out, "diverged at iteration 1: cell");
+    assert_eq!(summary(&out)["steps"], 5);
+}
+
+#[test]
+fn ctrl_c_writes_a_checkpoint_and_exits_130() {
+    let tmp = TempDir::new().unwrap();
+    let far = ["--set", "numerics.end_time=1000"];
+    interrupt_and_continue(tmp.path(), "sod-fv", &far, "numerics.max_iterations");
+}
+
+#[test]
+fn bad_run_arguments_exit_2_naming_the_key_or_option() {
+    let tmp = TempDir::new().unwrap();
+    let dir = tmp.path();
+    let expect: [(&[&str], &[&str]); 3] = [
+        (&["--set", "numerics.cfl=-1"], &["numerics.cfl", "-1"]),
+        (
+            &["--set", "numerics.cfll=2"],
+            &["numerics.cfll", "unknown field"],
+        ),
+        (&["--backend", "cuda"], &["--backend cuda", "CPU"]),
+    ];
+    for (args, words) in expect {
+        let (code, err) = stderr_of(ferroflow(dir).args(["run", "sod-fv"]).args(args));
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        for w in words {
+            assert!(err.contains(w), "{args:?}: {err} lacks {w}");
+        }
+    }
+    assert!(!dir.join("ferroflow-out").exists());
+}
+
+#[test]
+#[ignore = "needs VTK for Python (FERROFLOW_VTK_PYTHON): run with --ignored, see README.md"]
+fn cell_fields_read_back_with_the_vtk_library() {
+    let python = std::env::var("FERROFLOW_VTK_PYTHON")
+        .expect("FERROFLOW_VTK_PYTHON must name a python with vtk (see README.md)");
+    let tmp = TempDir::new().unwrap();
+    run(
+        tmp.path(),
+        &["sod-fv", "--set", "mesh.elements=\"prism\"", "--out", "out"],
+    );
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ferroflow-mesh/tests/vtu_readback.py");
+    let read = std::process::Command::new(python)
+        .arg(script)
+        .arg(tmp.path().join("out/fields.vtu"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(read.stdout).unwrap();
+    assert!(read.status.success(), "{text}");
+    assert!(text.lines().any(|l| l == "cells 800"), "{text}");
+    let arrays: Vec<(&str, usize)> = (text.lines())
+        .filter_map(|l| l.strip_prefix("array cell "))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(w[1], "double", "{l}");
+            let values = &w[3..];
+            assert!(values.iter().all(|v| v.parse::<f64>().unwrap().is_finite()));
+            (w[0], values.len() / w[2].parse::<usize>().unwrap())
+        })
+        .collect();
+    let want = ["density", "velocity", "pressure", "temperature", "mach"].map(|n| (n, 800));
+    assert_eq!(arrays, want);
 }

@@ -100,14 +100,7 @@ struct CgArgs {
 unsafe impl DeviceRepr for CgArgs {}
 unsafe impl DeviceRepr for Reduction {}
 
-/// Blocks of `threads` covering `items` threads.
-pub(crate) fn grid(items: usize, threads: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (items.div_ceil(threads as usize).max(1) as u32, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
-    }
-}
+pub(crate) use ferroflow_cuda::grid;
 
 /// Launch of a reduction: [`LANES`] threads per [`BLOCK`] items.
 pub(crate) fn chunks(n: usize) -> LaunchConfig {

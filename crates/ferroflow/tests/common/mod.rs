@@ -79,3 +79,60 @@ pub fn wait_exit(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
         sleep(Duration::from_millis(20));
     }
 }
+
+/// Starts `ferroflow run` of `case` with `args` into `dir`/out, checkpointing every 20
+/// steps and far from its end, interrupts it with SIGINT once its first checkpoint is there,
+/// checks exit code 130 and what it left in `out/partial`, then continues it with
+/// `--restart` for one more step (`limit`: the key of the case's step limit).
+pub fn interrupt_and_continue(dir: &Path, case: &str, args: &[&str], limit: &str) {
+    let out = dir.join("out");
+    let every = ["--set", "output.checkpoint_interval=20", "--out", "out"];
+    let long = [&["run", case, "-q"], args, &every[..]].concat();
+    let mut child = spawn(dir, &long);
+    let partial = out.join("partial");
+    wait_for(&partial.join("checkpoint.ffcp"), Duration::from_secs(60));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    assert_eq!(
+        wait_exit(&mut child, Duration::from_secs(30), "SIGINT").code(),
+        Some(130)
+    );
+    let s = summary(&partial);
+    assert_eq!(s["status"], "interrupted");
+    assert!(partial.join("fields.vtu").exists() && !out.join("summary.json").exists());
+    // It continues from there (one more step).
+    let steps = s["steps"].as_u64().unwrap() + 1;
+    let limit = format!("{limit}={steps}");
+    ferroflow(dir)
+        .args(["run", "-q", "--restart", "out", "--set", &limit])
+        .assert()
+        .success();
+    assert_eq!(summary(&out)["steps"].as_u64(), Some(steps));
+}
+
+/// Asserts that `files` are in directory `dir` and that its `fields.pvd` lists `listed`.
+pub fn assert_files_and_listed(dir: &Path, files: &[&str], listed: &[&str]) {
+    for file in files {
+        assert!(dir.join(file).is_file(), "{file}");
+    }
+    let pvd = fs::read_to_string(dir.join("fields.pvd")).unwrap();
+    for file in listed {
+        assert!(pvd.contains(&format!("file=\"{file}\"")), "{pvd}");
+    }
+}
+
+/// Runs `cmd`, which must diverge: exit code 3 with `message` in its error, the results in
+/// `out` as they were (`fields.vtu`), and in `out/partial` its summary but no fields.
+pub fn assert_diverges(cmd: &mut Command, out: &Path, message: &str) {
+    let before = fs::read(out.join("fields.vtu")).unwrap();
+    let (code, err) = stderr_of(cmd);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains(message), "{err}");
+    assert_eq!(fs::read(out.join("fields.vtu")).unwrap(), before);
+    let partial = out.join("partial");
+    assert_eq!(summary(&partial)["status"], "diverged");
+    assert!(!partial.join("fields.vtu").exists());
+}
