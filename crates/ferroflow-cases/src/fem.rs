@@ -6,6 +6,7 @@
 use crate::case::{
     default_in, key, key_line, render, syntax_error, CaseError, CaseInfo, KeyDoc, Precision, KEYS,
 };
+use crate::summary::Deviation;
 use ferroflow_fem::dfg::{force, nodes_of_patch};
 use ferroflow_fem::ethier_steinman;
 use ferroflow_fem::fractional::{Controls, Fluid, FractionalStep};
@@ -706,6 +707,9 @@ pub struct FemSummary {
     /// velocity and pressure (each less its mean), as `ferroflow verify ethier-steinman`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exact_errors: Option<[f64; 2]>,
+    /// The lid cube's centreline profiles against published ones, where there are some.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reference: Vec<Deviation>,
 }
 
 /// The size of a mesh.

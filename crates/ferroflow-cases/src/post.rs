@@ -52,24 +52,7 @@ pub fn post_process<R: Real>(
         grid.join(" x ")
     );
     let reference = reference_profiles(case);
-    let deviations = match &reference {
-        Some((ref_u, ref_v)) => [
-            ("u(y) at x = 0.5", &u, ref_u),
-            ("v(x) at y = 0.5", &v, ref_v),
-        ]
-        .into_iter()
-        .map(|(profile, computed, r)| {
-            let (dev, at) = cavity::max_deviation(computed, r);
-            Deviation {
-                profile: profile.into(),
-                source: r.source.into(),
-                max_abs_deviation: dev,
-                at,
-            }
-        })
-        .collect(),
-        None => Vec::new(),
-    };
+    let deviations = (reference.as_ref()).map_or_else(Vec::new, |r| deviations(&u, &v, r));
     Ok(Results {
         u,
         v,
@@ -91,4 +74,22 @@ pub fn reference_profiles(case: &Case) -> Option<(Profile, Profile)> {
     } else {
         reference::albensoeder_kuhlmann(re as u32)
     }
+}
+
+/// The largest deviation of the centreline profiles `u` (along y) and `v` (along x) from the
+/// published ones, `reference`.
+pub fn deviations(u: &Line, v: &Line, reference: &(Profile, Profile)) -> Vec<Deviation> {
+    let (ref_u, ref_v) = reference;
+    [("u(y) at x = 0.5", u, ref_u), ("v(x) at y = 0.5", v, ref_v)]
+        .into_iter()
+        .map(|(profile, computed, r)| {
+            let (dev, at) = cavity::max_deviation(computed, r);
+            Deviation {
+                profile: profile.into(),
+                source: r.source.into(),
+                max_abs_deviation: dev,
+                at,
+            }
+        })
+        .collect()
 }

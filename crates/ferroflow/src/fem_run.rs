@@ -4,11 +4,13 @@
 //! atomic files, commit), progress, signals and checkpoints. Results: `fields.vtu` (nodal
 //! velocity and pressure), snapshots `fields_<step>.vtu` in `fields.pvd`, `summary.json`,
 //! `residuals.csv` (per step: time, Δt, rates, divergence, CG iterations and residual),
-//! `run.log`, `case.resolved.toml`, `checkpoint.ffcp`.
+//! `run.log`, `case.resolved.toml`, `checkpoint.ffcp`; for the lid-driven cube its centreline
+//! profiles ([`fem_profiles`]).
 //!
 //! With `--backend cuda` the steps run on the GPU ([`CudaFractional`], the CPU's bits in f64)
 //! with equal time steps; the state is read back after each step into the host solver's,
 //! which the rates, the divergence check and the outputs read as on the CPU.
+use crate::fem_profiles;
 use crate::input::Override;
 use crate::mesh_job::MeshJob;
 use crate::mesh_run::{in_pool, restored_state, MeshOutput};
@@ -22,6 +24,7 @@ use ferroflow_cases::fem::{
     CgSummary, FemCase, FemMeshKind, FemSetup, FemStatus, FemSummary, MeshSize, PatchForce,
     SolverKind, StepResiduals,
 };
+use ferroflow_cases::summary::Deviation;
 use ferroflow_core::BackendError;
 use ferroflow_fem::cuda::{CudaFractional, CudaOptions, TuneMode};
 use ferroflow_fem::fractional::StepReport;
@@ -387,8 +390,9 @@ impl<'a> FemRun<'a> {
         (self.files).checkpoint(self.job, &self.sim, self.wall_seconds, self.state_vars())
     }
 
-    /// The summary of the run so far, ended with `status`.
-    fn summary(&self, status: FemStatus) -> FemSummary {
+    /// The summary of the run so far, ended with `status`, with the profiles' deviations
+    /// `reference`.
+    fn summary(&self, status: FemStatus, reference: Vec<Deviation>) -> FemSummary {
         let (case, s) = (&self.job.case, &self.setup.solver);
         let last = self.sim.history.last().map(|r| r.relative.as_slice());
         let last = last.unwrap_or(&[f64::NAN; COLUMNS.len()]);
@@ -441,12 +445,19 @@ impl<'a> FemRun<'a> {
             node_updates_per_second: nodes as f64 * self.sim.iteration as f64 / self.wall_seconds,
             forces,
             exact_errors: self.setup.exact_errors(self.time),
+            reference,
         }
     }
 
-    /// Writes the summary and the history into the staging directory of `out`.
-    fn write_record(&self, out: &OutputDir, status: FemStatus) -> Result<FemSummary, Failure> {
-        let summary = self.summary(status);
+    /// Writes the summary, with the profiles' deviations `reference`, and the history into
+    /// the staging directory of `out`.
+    fn write_record(
+        &self,
+        out: &OutputDir,
+        status: FemStatus,
+        reference: Vec<Deviation>,
+    ) -> Result<FemSummary, Failure> {
+        let summary = self.summary(status, reference);
         let history = &self.sim.history;
         write_residuals(&out.join("residuals.csv"), &COLUMNS, history)
             .and_then(|()| write_json(&out.join(SUMMARY), &summary))
@@ -456,7 +467,7 @@ impl<'a> FemRun<'a> {
 
     /// Ends a run whose state diverged (see [`MeshOutput::diverged`]).
     fn fail_diverged(self, why: &str) -> Failure {
-        let record = self.write_record(&self.files.out, FemStatus::Diverged);
+        let record = self.write_record(&self.files.out, FemStatus::Diverged, Vec::new());
         self.files.diverged(self.job, why, record.map(drop))
     }
 
@@ -468,7 +479,9 @@ impl<'a> FemRun<'a> {
         let write = |path: &Path| write_fields(&self.setup, compress, path);
         let done = (&self.sim, self.wall_seconds);
         (self.files).write_final(self.job, done, self.state_vars(), write)?;
-        let summary = self.write_record(&self.files.out, status)?;
+        let reference = fem_profiles::write(&self.files.out, &self.job.case, &self.setup);
+        let reference = reference.map_err(Failure::runtime)?;
+        let summary = self.write_record(&self.files.out, status, reference)?;
         let interrupted = status == FemStatus::Interrupted;
         let what = format!(
             "{} steps, t = {:.6} ({:.2} s, {:.1} CG iterations per step)",

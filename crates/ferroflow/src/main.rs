@@ -4,6 +4,7 @@ mod bench;
 mod bench_fv_cuda;
 mod cases;
 mod check;
+mod fem_profiles;
 mod fem_run;
 mod fv_output;
 mod fv_run;

@@ -158,10 +158,12 @@ impl MeshOutput {
             let (out, staging) = (&job.out, job.out.join(results::STAGING));
             let message = format!(
                 "stopped at step {step}; its results and checkpoint are in {}, the results in {} \
-                 are unchanged; continue with: ferroflow run --restart {}",
+                 are unchanged; continue with: ferroflow run --restart {}{}",
                 staging.display(),
                 out.display(),
-                out.display()
+                out.display(),
+                // The checkpoint keeps the case, not the backend.
+                if job.cuda { " --backend cuda" } else { "" }
             );
             self.report.log(&message);
             return Err(Failure::interrupted(message));

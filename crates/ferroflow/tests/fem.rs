@@ -264,6 +264,59 @@ fn a_channel_with_inflow_and_outflow_settles_and_reports_wall_forces() {
         force(0, "force", 1) < 0.0 && force(1, "force", 1) > 0.0,
         "{s}"
     );
+    // Not a lid cube: no centreline profiles.
+    assert!(!tmp.path().join("out/centerline_u.csv").exists());
+    assert!(s.get("reference").is_none(), "{s}");
+}
+
+/// The rows of a two-column profile file after its header `header`.
+fn profile(path: &Path, header: &str) -> Vec<(f64, f64)> {
+    let text = fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(header));
+    (lines.map(|l| l.split_once(',').unwrap()))
+        .map(|(a, b)| (a.parse().unwrap(), b.parse().unwrap()))
+        .collect()
+}
+
+#[test]
+fn a_lid_cube_writes_its_centrelines_and_their_deviation_from_the_reference() {
+    let tmp = TempDir::new().unwrap();
+    let run = |out: &str, extra: &[&str]| {
+        let steps = ["--set", "numerics.max_steps=20", "--out", out];
+        ferroflow(tmp.path())
+            .args(tiny_cube(&[&steps[..], extra].concat()))
+            .assert()
+            .success();
+        tmp.path().join(out)
+    };
+    // Re = 1000: Albensoeder & Kuhlmann's profiles.
+    let dir = run("re1000", &["--set", "physics.viscosity=1e-3"]);
+    let u = profile(&dir.join("centerline_u.csv"), "y,u");
+    let v = profile(&dir.join("centerline_v.csv"), "x,v");
+    let stations: Vec<f64> = (0..=4).map(|k| k as f64 / 4.0).collect();
+    assert_eq!(u.iter().map(|p| p.0).collect::<Vec<_>>(), stations);
+    assert_eq!(v.iter().map(|p| p.0).collect::<Vec<_>>(), stations);
+    // The lid's own node above the centre moves with it; the walls' nodes are at rest.
+    assert_eq!((u[0].1, u[4].1, v[0].1, v[4].1), (0.0, 1.0, 0.0, 0.0));
+    for (_, value) in u[1..4].iter().chain(&v[1..4]) {
+        assert!(*value != 0.0 && value.abs() < 1.0, "{u:?} {v:?}");
+    }
+    assert!(dir.join("centerlines.png").is_file());
+    let s = summary(&dir);
+    let reference = s["reference"].as_array().unwrap();
+    assert_eq!(reference.len(), 2, "{s}");
+    for (d, profile) in reference.iter().zip(["u(y) at x = 0.5", "v(x) at y = 0.5"]) {
+        assert_eq!(d["profile"], profile);
+        assert_eq!(d["source"], "Albensoeder & Kuhlmann (2005)");
+        // Twenty steps from rest are far from the steady profiles.
+        let deviation = d["max_abs_deviation"].as_f64().unwrap();
+        assert!(deviation > 0.05 && deviation < 1.5, "{d}");
+    }
+    // Re = 100: the profiles, but no published ones to compare with.
+    let dir = run("re100", &[]);
+    assert_eq!(profile(&dir.join("centerline_u.csv"), "y,u").len(), 5);
+    assert!(summary(&dir).get("reference").is_none());
 }
 
 #[test]
