@@ -280,35 +280,19 @@ fn update_row<
     sums
 }
 
-/// [`update_row`] compiled for AVX-512 as well (x86-64-v4: 32 vector registers of 8 f64 or
-/// 16 f32), run where the CPU has it: the AVX2 build of the 3D pass spills registers and
-/// runs about one instruction per cycle. The operations are the same IEEE operations, each
-/// correctly rounded at any vector width (square roots and divisions included; Rust never
-/// fuses a multiply and an add), so the results are bitwise those of the AVX2 build.
+/// Runs `f` compiled for AVX-512 as well (x86-64-v4: 32 vector registers of 8 f64 or 16
+/// f32), which the CPU must have: the AVX2 build of the 3D pass spills registers to the
+/// stack. `f` (a call of the inlined [`update_row`]) is inlined here and compiled with these
+/// instructions. The operations are the same IEEE operations, each correctly rounded at any
+/// vector width (square roots and divisions included; Rust never fuses a multiply and an
+/// add), so the results are bitwise those of the AVX2 build.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw")]
-#[allow(clippy::too_many_arguments)]
-fn update_row_avx512<
-    R: Real,
-    const D: usize,
-    const SRC: bool,
-    const E: bool,
-    const K: bool,
-    const F: bool,
->(
-    c: &Coeffs<R>,
-    st: [usize; 3],
-    q: [&[R]; V],
-    src: [&[R]; V],
-    out: [&mut [R]; V],
-    start: usize,
-    p_shift: R,
-    norms: bool,
-) -> [f64; V] {
-    update_row::<R, D, SRC, E, K, F>(c, st, q, src, out, start, p_shift, norms)
+fn with_avx512<T>(f: impl FnOnce() -> T) -> T {
+    f()
 }
 
-/// Whether the CPU runs [`update_row_avx512`].
+/// Whether the CPU runs [`with_avx512`].
 fn has_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -455,8 +439,8 @@ pub(crate) fn interior_rows(l: &Layout) -> usize {
     (l.n[1] - 2) * if l.dim == 3 { l.n[2] - 2 } else { 1 }
 }
 
-/// The fused pass (see [`interior_pass`]); `wide`: by [`update_row_avx512`], which the CPU
-/// must have.
+/// The fused pass (see [`interior_pass`]); `wide`: rows updated by the AVX-512 build
+/// ([`with_avx512`]), which the CPU must have.
 #[allow(clippy::too_many_arguments)]
 fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool, const F: bool>(
     c: &Coeffs<R>,
@@ -488,16 +472,14 @@ fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool, 
             let start = l.index(1, j as isize, k as isize);
             // SAFETY: row r is this task's alone.
             let rows = unsafe { row_slices(out.ptrs(), start, count) };
-            let st = l.stride;
+            let row = || {
+                update_row::<R, D, SRC, E, K, F>(c, l.stride, q, src, rows, start, p_shift, norms)
+            };
             *sums = match wide {
                 // SAFETY: the CPU has the instructions (`has_avx512`).
                 #[cfg(target_arch = "x86_64")]
-                true => unsafe {
-                    update_row_avx512::<R, D, SRC, E, K, F>(
-                        c, st, q, src, rows, start, p_shift, norms,
-                    )
-                },
-                _ => update_row::<R, D, SRC, E, K, F>(c, st, q, src, rows, start, p_shift, norms),
+                true => unsafe { with_avx512(row) },
+                _ => row(),
             };
         });
     if !norms {
