@@ -539,7 +539,7 @@ mod tests {
             // Nothing to compare on this CPU: the pass runs the AVX2 build only.
             return;
         }
-        // Rows of 35 and 19 interior nodes: full chunks, a short last one, a tail of lanes.
+        // Rows of 35 and 19 interior nodes: a short chunk each, rounded up past the row.
         for (dim, n) in [(2, [37, 29, 1]), (3, [21, 19, 17])] {
             let [(a, ra), (b, rb)] = both_builds::<f64>(dim, n);
             assert!(a.vars == b.vars && ra == rb, "{dim}D f64");
