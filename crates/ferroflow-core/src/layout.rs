@@ -6,8 +6,9 @@ pub const MIN_NODES: usize = 5;
 pub const GHOST: usize = 2;
 
 /// Memory layout of one block: nodes `0..n[d]` per axis (boundary nodes included), ghost layers
-/// `-GHOST..0` and `n..n+GHOST` on active axes, `i` fastest. The row length is padded so that
-/// rows do not start at the same cache sets (power-of-two grids otherwise thrash the caches).
+/// `-GHOST..0` and `n..n+GHOST` on active axes, `i` fastest. Rows and planes are padded so that
+/// neighbouring rows and planes do not start at the same cache sets (power-of-two grids
+/// otherwise thrash the caches).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     /// Number of active axes (2 or 3). In 2D, axis 2 has one node and no ghosts.
@@ -40,7 +41,7 @@ impl Layout {
             m[d] = n[d].checked_add(2 * ghost[d])?;
         }
         let row = padded_row(m[0])?;
-        let plane = row.checked_mul(m[1])?;
+        let plane = row.checked_mul(padded_rows(dim, m[1])?)?;
         let len = plane.checked_mul(m[2])?;
         len.checked_mul(8 * 5)
             .filter(|b| *b <= isize::MAX as usize)?;
@@ -84,14 +85,21 @@ impl Layout {
     }
 }
 
-/// Row length rounded up to 8 elements, then moved off multiples of 512 elements
-/// (4 KiB in f64) where consecutive rows would map to the same cache sets.
+/// Row length: an odd number of groups of 8 elements (64 bytes in f64). Of any 64
+/// consecutive rows then no two start 4 KiB (a multiple of 512 elements in f64, 1024 in f32)
+/// apart, where they would map to the same cache sets.
 fn padded_row(m: usize) -> Option<usize> {
-    let row = m.div_ceil(8).checked_mul(8)?;
-    if row.is_multiple_of(512) {
-        row.checked_add(8)
-    } else {
-        Some(row)
+    let groups = m.div_ceil(8);
+    groups.checked_add(1 - groups % 2)?.checked_mul(8)
+}
+
+/// Rows per plane in 3D: odd, so that the plane stride, too, is an odd number of groups of 8
+/// elements and the five planes the 3D stencil reads do not start at the same cache sets (a
+/// power-of-two plane stride at 60³, 124³ or 252³ nodes put them there).
+fn padded_rows(dim: usize, m: usize) -> Option<usize> {
+    match dim {
+        3 => m.checked_add(1 - m % 2),
+        _ => Some(m),
     }
 }
 
@@ -130,9 +138,22 @@ mod tests {
     }
 
     #[test]
-    fn rows_are_padded_off_powers_of_two() {
+    fn rows_and_planes_are_padded_off_powers_of_two() {
         let l = Layout::new(2, [508, 10, 0]);
         assert_eq!(l.stride[1], 520);
-        assert_eq!(Layout::new(2, [9, 9, 0]).stride[1], 16);
+        assert_eq!(Layout::new(2, [9, 9, 0]).stride[1], 24);
+        assert_eq!(Layout::new(2, [11, 9, 0]).stride[1], 24);
+        // 124³ nodes, 128 with ghosts: rows of 136, 129 rows per plane.
+        let l = Layout::new(3, [124, 124, 124]);
+        assert_eq!(l.stride, [1, 136, 136 * 129]);
+        assert_eq!(l.len, 136 * 129 * 128);
+        // Odd groups of 8 already: unchanged (257³, 261 with ghosts).
+        assert_eq!(Layout::new(3, [257; 3]).stride, [1, 264, 264 * 261]);
+        for n in [60, 124, 252, 508] {
+            let l = Layout::new(3, [n; 3]);
+            for s in &l.stride[1..] {
+                assert_eq!(s % 16, 8, "{n}: stride {s}");
+            }
+        }
     }
 }

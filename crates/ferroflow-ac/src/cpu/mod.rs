@@ -46,6 +46,7 @@ macro_rules! with_relaxer {
 mod boundary;
 pub mod formulas;
 mod implicit;
+mod rows;
 mod step;
 
 use crate::implicit::{GaugeSums, ImplicitBlock};
@@ -203,11 +204,13 @@ impl<R: Real> Backend for CpuBackend<R> {
         // time of a 65^2 grid).
         let pool = Arc::clone(&self.pool);
         pool.install(|| {
-            for _ in 0..iterations {
+            for it in 0..iterations {
                 if self.implicit.is_some() {
                     self.iterate_implicit();
                 } else {
-                    iterate(self, self.cur.vars[0][self.p_ref], true)?;
+                    // Only the last iteration's norms are returned, as on a GPU.
+                    let norms = it + 1 == iterations;
+                    iterate(self, self.cur.vars[0][self.p_ref], norms)?;
                 }
             }
             Ok(self.residuals.clone())
@@ -237,7 +240,7 @@ impl<R: Real> AcKernels for CpuBackend<R> {
     type Shift = R;
     type Filled = ();
 
-    fn interior_pass(&mut self, p_shift: R, _norms: bool) -> Result<(), BackendError> {
+    fn interior_pass(&mut self, p_shift: R, norms: bool) -> Result<(), BackendError> {
         let (c, cur, next, src, t, sums) = (
             &self.coeffs,
             &self.cur,
@@ -248,7 +251,7 @@ impl<R: Real> AcKernels for CpuBackend<R> {
         );
         self.residuals = self
             .pool
-            .install(|| step::interior_pass(c, cur, next, src, t, p_shift, sums));
+            .install(|| step::interior_pass(c, cur, next, src, t, p_shift, norms, sums));
         Ok(())
     }
 
@@ -287,9 +290,8 @@ impl<R: Real> BlockBackend for CpuBackend<R> {
         Ok(self.cur.vars[0][offset])
     }
 
-    /// The fused pass computes the residual sums anyway: `norms` changes nothing here.
-    fn step(&mut self, p_shift: R, _norms: bool) -> Result<Residuals, BackendError> {
-        iterate(self, p_shift, true)?;
+    fn step(&mut self, p_shift: R, norms: bool) -> Result<Residuals, BackendError> {
+        iterate(self, p_shift, norms)?;
         Ok(self.residuals.clone())
     }
 
