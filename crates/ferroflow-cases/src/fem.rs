@@ -363,6 +363,38 @@ impl FemSetup {
     }
 }
 
+/// A case of type `T` parsed from TOML `text` and checked by `check`; `origin` (file or
+/// built-in name) prefixes messages, which name the line and the key.
+pub(crate) fn parse_checked<T: serde::de::DeserializeOwned>(
+    text: &str,
+    origin: &str,
+    check: fn(&T, &str, &str) -> Result<(), CaseError>,
+) -> Result<T, CaseError> {
+    let case: T = toml::from_str(text).map_err(|e| syntax_error(text, origin, &e))?;
+    check(&case, text, origin)?;
+    Ok(case)
+}
+
+/// The first of `values` that is not positive and finite, as an error at its key.
+pub(crate) fn positive<'a>(
+    origin: &str,
+    text: &str,
+    values: impl IntoIterator<Item = (&'a str, f64)>,
+) -> Result<(), CaseError> {
+    match values
+        .into_iter()
+        .find(|(_, v)| !(*v > 0.0 && v.is_finite()))
+    {
+        Some((key, v)) => Err(at_key(
+            origin,
+            text,
+            key,
+            format!("{v}: must be positive and finite"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A value error at `key` of a case from `origin` (text `text`).
 pub(crate) fn at_key(origin: &str, text: &str, key: &str, message: String) -> CaseError {
     CaseError {
@@ -377,28 +409,25 @@ impl FemCase {
     /// Parses a finite-element case from TOML `text`; `origin` (file or built-in name)
     /// prefixes messages, which name the line and the key.
     pub fn from_toml(text: &str, origin: &str) -> Result<FemCase, CaseError> {
-        let case: FemCase = toml::from_str(text).map_err(|e| syntax_error(text, origin, &e))?;
-        case.check(text, origin)?;
-        Ok(case)
+        parse_checked(text, origin, FemCase::check)
     }
 
     /// The values the types alone do not bound.
     fn check(&self, text: &str, origin: &str) -> Result<(), CaseError> {
         let bad = |key: &str, message: String| Err(at_key(origin, text, key, message));
-        let positive = [
-            ("physics.viscosity", self.physics.viscosity),
-            ("physics.density", self.physics.density),
-            ("numerics.cfl", self.numerics.cfl),
-            ("numerics.dt_max", self.numerics.dt_max),
-            ("numerics.end_time", self.numerics.end_time),
-            ("output.reference_velocity", self.output.reference_velocity),
-            ("output.reference_area", self.output.reference_area),
-        ];
-        for (key, value) in positive {
-            if !(value > 0.0 && value.is_finite()) {
-                return bad(key, format!("{value}: must be positive and finite"));
-            }
-        }
+        positive(
+            origin,
+            text,
+            [
+                ("physics.viscosity", self.physics.viscosity),
+                ("physics.density", self.physics.density),
+                ("numerics.cfl", self.numerics.cfl),
+                ("numerics.dt_max", self.numerics.dt_max),
+                ("numerics.end_time", self.numerics.end_time),
+                ("output.reference_velocity", self.output.reference_velocity),
+                ("output.reference_area", self.output.reference_area),
+            ],
+        )?;
         let t = self.numerics.cg_tolerance;
         if !(t > 0.0 && t < 1.0) {
             return bad("numerics.cg_tolerance", format!("{t}: 0 < tolerance < 1"));

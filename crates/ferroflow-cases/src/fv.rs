@@ -5,8 +5,8 @@
 //! keys of their own, documented once in [`FV_KEYS`]. Nondimensional: gas
 //! constant 1, T = p/ρ.
 use crate::case::KEYS;
-use crate::case::{default_in, key, render, syntax_error, CaseError, CaseInfo, KeyDoc, Precision};
-use crate::fem::{at_key, SolverKind, FEM_KEYS};
+use crate::case::{default_in, key, render, CaseError, CaseInfo, KeyDoc, Precision};
+use crate::fem::{at_key, parse_checked, positive, SolverKind, FEM_KEYS};
 use ferroflow_fv::boundary::Boundary;
 use ferroflow_fv::gas::{Cons, Prim};
 use ferroflow_fv::{bump, flat_plate, Gas, Limiter, Solver, Viscosity, Viscous};
@@ -373,9 +373,7 @@ impl FvCase {
     /// Parses a finite-volume case from TOML `text`; `origin` (file or built-in name)
     /// prefixes messages, which name the line and the key.
     pub fn from_toml(text: &str, origin: &str) -> Result<FvCase, CaseError> {
-        let case: FvCase = toml::from_str(text).map_err(|e| syntax_error(text, origin, &e))?;
-        case.check(text, origin)?;
-        Ok(case)
+        parse_checked(text, origin, FvCase::check)
     }
 
     /// The values the types alone do not bound.
@@ -383,7 +381,7 @@ impl FvCase {
         let bad = |key: &str, message: String| Err(at_key(origin, text, key, message));
         let p = &self.physics;
         let n = &self.numerics;
-        let positive = [
+        let positive_values = [
             ("physics.density", p.density),
             ("physics.pressure", p.pressure),
             ("physics.length", p.length),
@@ -397,11 +395,7 @@ impl FvCase {
         ];
         let optional = [("physics.reynolds", p.reynolds), ("physics.mu", p.mu)];
         let given = optional.iter().filter_map(|(k, v)| v.map(|v| (*k, v)));
-        for (key, value) in positive.into_iter().chain(given) {
-            if !(value > 0.0 && value.is_finite()) {
-                return bad(key, format!("{value}: must be positive and finite"));
-            }
-        }
+        positive(origin, text, positive_values.into_iter().chain(given))?;
         if !(p.gamma > 1.0 && p.gamma.is_finite()) {
             return bad("physics.gamma", format!("{}: must be above 1", p.gamma));
         }
