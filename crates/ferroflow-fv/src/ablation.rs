@@ -257,7 +257,10 @@ mod tests {
                 t.face > 0.0 && t.residual >= t.face + t.cells() * 0.999,
                 "{t:?}"
             );
-            assert!(t.iteration > t.updates && t.updates > 0.0 && t.steps > 0.0, "{t:?}");
+            assert!(
+                t.iteration > t.updates && t.updates > 0.0 && t.steps > 0.0,
+                "{t:?}"
+            );
             // The iterations ran through the row's loops.
             assert_eq!(meshes.of(step).0.loops, step.options);
         }

@@ -38,7 +38,12 @@ pub struct Implicit {
 
 /// `u` iterated towards steady state until the RMS of R_ρ/Ω has dropped by `drop` or after
 /// `max` iterations (the history as [`crate::time::steady`] records it).
-pub fn steady_implicit(s: &mut Solver, u: &mut [Cons], how: Implicit, limits: (f64, usize)) -> Steady {
+pub fn steady_implicit(
+    s: &mut Solver,
+    u: &mut [Cons],
+    how: Implicit,
+    limits: (f64, usize),
+) -> Steady {
     SteadyIteration::new(Method::Implicit(how), u.len()).run(s, u, limits)
 }
 

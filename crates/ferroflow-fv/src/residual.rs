@@ -296,7 +296,14 @@ impl Solver {
             .for_each(|(f, out)| {
                 let (l, r) = (g.left[f] as usize, g.right[f] as usize);
                 let x = [g.centroid[l], g.centroid[r]];
-                *out = face::radius(gas, viscous, [&prim[l], &prim[r]], x, g.normal[f], g.area[f]);
+                *out = face::radius(
+                    gas,
+                    viscous,
+                    [&prim[l], &prim[r]],
+                    x,
+                    g.normal[f],
+                    g.area[f],
+                );
             });
         let wave = &self.wave;
         (dt.par_iter_mut().with_min_len(MIN_CELLS))

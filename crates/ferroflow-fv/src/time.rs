@@ -1,6 +1,10 @@
-//! Explicit time marching: SSP-RK3 (Shu–Osher) with one global step for unsteady flow
-//! ([`unsteady`]); multistage Runge–Kutta with each cell's own step for steady flow
-//! ([`steady`]). Residuals through [`Solver::evaluate`]: the loops of [`Solver::loops`].
+//! Time marching: SSP-RK3 (Shu–Osher) with one global step for unsteady flow ([`unsteady`],
+//! [`GlobalSteps`]); multistage Runge–Kutta with each cell's own step, or the implicit
+//! Newton–Jacobi iteration, for steady flow ([`steady`], [`SteadyIteration`]). Residuals
+//! through [`Solver::evaluate`]: the loops of [`Solver::loops`]. Each step or iteration takes
+//! its time steps from the states its first residual prepares, and a steady run's history
+//! from that residual, R(Uⁿ): nothing is evaluated twice, and the buffers live as long as
+//! the run.
 use crate::gas::Cons;
 use crate::gradients::MIN_CELLS;
 use crate::implicit::{self, Implicit, Jacobi};
@@ -80,7 +84,11 @@ impl GlobalSteps {
         {
             let b = if k == 0 {
                 let b = s.evaluate_with_steps(u, t, r, Some((self.cfl, dts)));
-                dt = dts.iter().copied().fold(f64::INFINITY, f64::min).min(end - t);
+                dt = dts
+                    .iter()
+                    .copied()
+                    .fold(f64::INFINITY, f64::min)
+                    .min(end - t);
                 b
             } else {
                 s.evaluate(u, t + at * dt, r)
@@ -369,6 +377,41 @@ mod tests {
         assert_eq!(bits(&one), bits(&three));
         // The shock has moved: the test compares a flow, not the initial state.
         assert!(one.iter().any(|u| u[1].abs() > 0.1));
+    }
+
+    /// What a run's history reports before each iteration, measured from the residual the
+    /// iteration starts from, is bitwise [`residual_rms`] of that state (the reference
+    /// loops), for both steady methods; the iterations continue from it as `steady` does.
+    #[test]
+    fn the_measure_is_the_reference_rms_of_the_state_each_iteration_starts_from() {
+        let mesh = box_mesh(BoxCells::Tet6, [8, 4, 2], [2.0, 1.0, 0.5]).unwrap();
+        let p = 1.0 / 1.05f64.powf(3.5);
+        let mut s = Solver::new(&mesh, Gas::AIR, Limiter::VanAlbada, &channel(p)).unwrap();
+        let start = s.sample(|x| [1.0, 0.3 + 0.1 * x[0], 0.05 * x[1], 0.0, p]);
+        let methods = [
+            Method::Stages {
+                cfl: 2.0,
+                stages: FOUR_STAGE.to_vec(),
+            },
+            Method::Implicit(Implicit {
+                cfl: 50.0,
+                sweeps: 4,
+            }),
+        ];
+        for method in methods {
+            let mut u = start.clone();
+            let mut iteration = SteadyIteration::new(method.clone(), u.len());
+            let mut r = vec![[0.0; 5]; u.len()];
+            for _ in 0..3 {
+                let measured = iteration.measure(&mut s, &u);
+                assert_eq!(measured, residual_rms(&mut s, &u, &mut r), "{method:?}");
+                iteration.advance(&mut s, &mut u);
+            }
+            let mut again = start.clone();
+            SteadyIteration::new(method.clone(), u.len()).run(&mut s, &mut again, (0.0, 3));
+            assert!(u == again, "{method:?}");
+            assert!(u != start);
+        }
     }
 
     /// A straight channel between an inflow of totals (p0, T0) and an outflow at p0 / 1.186

@@ -223,7 +223,8 @@ fn assert_close_tables(a: &Path, b: &Path, file: &str, tolerance: f64) {
     assert_eq!(la.next(), lb.next(), "{file}");
     assert_eq!(la.clone().count(), lb.clone().count(), "{file}");
     for (ra, rb) in la.zip(lb) {
-        let values = |row: &str| -> Vec<f64> { row.split(',').map(|x| x.parse().unwrap()).collect() };
+        let values =
+            |row: &str| -> Vec<f64> { row.split(',').map(|x| x.parse().unwrap()).collect() };
         let (va, vb) = (values(ra), values(rb));
         assert_eq!(va[..3], vb[..3], "{file}: {ra} against {rb}");
         for (x, y) in va[3..].iter().zip(&vb[3..]) {
@@ -251,11 +252,21 @@ fn renumbered_runs_write_the_meshs_numbering_and_restart_under_either_setting() 
     let fresh = |out: &str, renumber: &str, iterations: usize| {
         let keys = keys(renumber, iterations);
         let start = ["bump-fv", "--out", out, "--set", "mesh.cells=[12,1,1]"];
-        run(dir, &[&start[..], &keys.each_ref().map(String::as_str)].concat());
+        run(
+            dir,
+            &[&start[..], &keys.each_ref().map(String::as_str)].concat(),
+        );
     };
     let resume = |out: &str, renumber: &str| {
         let keys = keys(renumber, 20);
-        run(dir, &[&["--restart", out][..], &keys.each_ref().map(String::as_str)].concat());
+        run(
+            dir,
+            &[
+                &["--restart", out][..],
+                &keys.each_ref().map(String::as_str),
+            ]
+            .concat(),
+        );
     };
     fresh("rcm", "rcm", 20);
     fresh("none", "none", 20);
@@ -271,7 +282,11 @@ fn renumbered_runs_write_the_meshs_numbering_and_restart_under_either_setting() 
         assert_close_tables(&at("rcm"), &at(other), "surface_ymin.csv", TOLERANCE);
     }
     let fields = |name: &str| fs::read(at(name).join("fields.vtu")).unwrap();
-    assert_ne!(fields("rcm"), fields("none"), "the solver's order should differ");
+    assert_ne!(
+        fields("rcm"),
+        fields("none"),
+        "the solver's order should differ"
+    );
 }
 
 /// How far the bump's wall pressure and Cp may move when only the order of the sums changes.
