@@ -13,7 +13,8 @@
 //! `ssp-rk3` takes steps of the smallest cell's CFL step to `numerics.end_time`. Results:
 //! `fields.vtu` (cell data), snapshots in `fields.pvd`, `surface_<patch>.csv` per wall
 //! patch, `summary.json`, `residuals.csv`, `run.log`, `case.resolved.toml`,
-//! `checkpoint.ffcp` (the conservative state per cell).
+//! `checkpoint.ffcp` (the conservative state per cell). The solver keeps the cells in the
+//! order of `numerics.renumber` (RCM by default); every file is in the mesh's numbering.
 use crate::fv_output::{self, FvMeshSize, FvSummary, Surface};
 use crate::input::Override;
 use crate::mesh_job::MeshJob;
