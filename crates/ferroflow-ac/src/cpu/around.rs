@@ -50,23 +50,25 @@ const REACH: usize = 2;
 /// Pointers to the rows (fixed j, k) around one row of the state: per variable, the row
 /// itself, and the rows `k = -2, -1, 1, 2` steps away along y and z. A node is then its
 /// index `t` in the row ([`RowPointers::node`]).
-pub(crate) struct RowPointers<R> {
+pub(crate) struct RowPointers<'a, R> {
     centre: [*const R; V],
     across: [[[*const R; 2 * REACH]; 2]; V],
     src: [*const R; V],
+    /// The state's arrays, whose bounds debug builds check every read against.
+    arrays: [&'a [R]; V],
 }
 
 /// The node at index `t` of a row of [`RowPointers`].
 #[derive(Clone, Copy)]
 pub(crate) struct RowNode<'a, R> {
-    rows: &'a RowPointers<R>,
+    rows: &'a RowPointers<'a, R>,
     t: usize,
 }
 
-impl<R: Real> RowPointers<R> {
+impl<'a, R: Real> RowPointers<'a, R> {
     /// The rows around the row whose first node is at offset `start` of arrays `q` and `src`
     /// (empty slices for variables they lack), laid out with strides `st`.
-    pub(crate) fn new(q: [&[R]; V], src: [&[R]; V], st: [usize; 3], start: usize) -> Self {
+    pub(crate) fn new(q: [&'a [R]; V], src: [&[R]; V], st: [usize; 3], start: usize) -> Self {
         // Wrapping: the pointers of variables an array lacks, and of the z rows of a 2D
         // layout, are formed but never read.
         let row = |a: &[R], k: isize, s: usize| {
@@ -83,6 +85,7 @@ impl<R: Real> RowPointers<R> {
                 })
             }),
             src: std::array::from_fn(|v| row(src[v], 0, 0)),
+            arrays: q,
         }
     }
 
@@ -99,15 +102,17 @@ impl<R: Copy> Around<R> for RowNode<'_, R> {
         debug_assert!(k != 0 || d == 0);
         let t = self.t as isize;
         // SAFETY: the rows were formed from the arrays the stencil reads, and the stencil's
-        // nodes lie inside them (as for `at`).
+        // nodes lie inside them (checked in debug builds, as by `at`).
         unsafe {
-            match d {
-                0 => *self.rows.centre[v].offset(t + k),
+            let p = match d {
+                0 => self.rows.centre[v].offset(t + k),
                 _ => {
                     let i = (k + REACH as isize - (k > 0) as isize) as usize;
-                    *self.rows.across[v][d - 1][i].offset(t)
+                    self.rows.across[v][d - 1][i].offset(t)
                 }
-            }
+            };
+            debug_assert!(self.rows.arrays[v].as_ptr_range().contains(&p));
+            *p
         }
     }
 
