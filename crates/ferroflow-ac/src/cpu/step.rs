@@ -210,7 +210,7 @@ pub(crate) fn node_residual<
 /// The last chunk computes up to `LANES - 1` nodes past the row's last interior node, into
 /// its boundary node, ghosts and padding, and keeps none of them: the stencil reads two
 /// nodes and planes out at most, which the ghost rows and planes after the last interior row
-/// hold, so every read stays inside the arrays (checked by `at` in debug builds).
+/// hold, so every read stays inside the arrays (checked in debug builds).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn update_row<
