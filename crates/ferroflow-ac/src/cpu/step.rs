@@ -212,7 +212,6 @@ pub(crate) fn node_residual<
 /// nodes and planes out at most, which the ghost rows and planes after the last interior row
 /// hold, so every read stays inside the arrays (checked in debug builds).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn update_row<
     R: Real,
     const D: usize,
