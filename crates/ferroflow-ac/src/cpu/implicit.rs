@@ -28,6 +28,7 @@
 //! image, the explicit step's weights 1 / Δτ: R_p − c / Δτ with c = Σ R_p / Σ (1 / Δτ). A
 //! state where that vanishes is the explicit scheme's fixed point, so both converge to the
 //! same answer, and its norm is the continuity residual this method reports.
+use super::around::Offsets;
 use super::step::{at, interior_rows, node_residual, var_slices, CHUNK, V};
 use crate::implicit::{GaugeSums, ImplicitCoefficients as Op, LaneSum};
 use crate::{Coefficients, Problem, Relax, Relaxation, SideBc};
@@ -438,7 +439,8 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                 let len = CHUNK.min(count - first);
                 for t in 0..len {
                     let x = first + t;
-                    let n = node_residual::<R, D, SRC, E, K, F>(c, l.stride, q, src, start + x);
+                    let (st, o) = (l.stride, start + x);
+                    let n = node_residual::<R, D, SRC, E, K, F>(c, &Offsets { q, src, st, o });
                     let w = n.rate * c.inv_cfl;
                     weight[t] = w;
                     for v in 0..equations {

@@ -43,6 +43,7 @@ macro_rules! with_relaxer {
     };
 }
 
+mod around;
 mod boundary;
 pub mod formulas;
 mod implicit;

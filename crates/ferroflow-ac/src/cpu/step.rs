@@ -3,6 +3,7 @@
 //! updated state and the residual partial sums, with no temporary arrays. The energy equation
 //! (a const generic, so that flows without it compile to the same code as before) adds T,
 //! its transport and its buoyancy in the momentum equations to the same pass.
+use crate::cpu::around::{Around, Offsets, RowPointers};
 use crate::cpu::formulas::*;
 use crate::cpu::rows::RowTiles;
 use crate::implicit::{GaugeSums, LaneSum};
@@ -67,35 +68,32 @@ pub(crate) const CHUNK: usize = 64;
 /// a fifth of the 3D pass). A chunk of CHUNK nodes is such a number already.
 const LANES: usize = 8;
 
-/// Convection and Laplacian `∇²q` of the transported variable `q` (a velocity component or
-/// T) at offset `o`, where it is `centre`, by central differences (with `F`, of fourth order).
+/// Convection and Laplacian `∇²q` of the transported variable `m` (a velocity component or
+/// T) at node `a`, where it is `centre`, by central differences (with `F`, of fourth order).
 /// Convection is the advective form `u·∇q`, plus, with `K` (skew-symmetric), `c.divergence`
-/// times its difference from the divergence form `∇·(u q)` (the velocity `u` of the state
-/// `qs`). The advective form is a kernel of its own: computing the extra terms times 0 cost
-/// the 3D pass a fifth of its speed.
+/// times its difference from the divergence form `∇·(u q)` (the velocity `u` of the state).
+/// The advective form is a kernel of its own: computing the extra terms times 0 cost the 3D
+/// pass a fifth of its speed.
 #[inline(always)]
 fn transport<R: Real, const D: usize, const K: bool, const F: bool>(
     c: &Coeffs<R>,
-    st: [usize; 3],
-    qs: [&[R]; V],
-    q: &[R],
-    o: usize,
+    a: &impl Around<R>,
+    m: usize,
     vel: &[R; D],
     centre: R,
 ) -> (R, R) {
     let (mut conv, mut lap) = (R::zero(), R::zero());
     for d in 0..D {
-        let s = st[d];
-        let (lo, hi) = (at(q, o - s), at(q, o + s));
+        let (lo, hi) = (a.q(m, d, -1), a.q(m, d, 1));
         if F {
-            let (lo2, hi2) = (at(q, o - 2 * s), at(q, o + 2 * s));
+            let (lo2, hi2) = (a.q(m, d, -2), a.q(m, d, 2));
             conv = conv + vel[d] * central_difference_4(lo2, lo, hi, hi2, c.inv_2h[d]);
             lap = lap + second_difference_4(lo2, lo, centre, hi, hi2, c.inv_h2[d]);
         } else {
             let advective = vel[d] * central_difference(lo, hi, c.inv_2h[d]);
             conv = conv + advective;
             if K {
-                let (u_lo, u_hi) = (at(qs[1 + d], o - s), at(qs[1 + d], o + s));
+                let (u_lo, u_hi) = (a.q(1 + d, d, -1), a.q(1 + d, d, 1));
                 let divergence = central_difference(u_lo * lo, u_hi * hi, c.inv_2h[d]);
                 conv = conv + c.divergence * (divergence - advective);
             }
@@ -105,19 +103,19 @@ fn transport<R: Real, const D: usize, const K: bool, const F: bool>(
     (conv, lap)
 }
 
-/// The first derivative of `q` along the axis of stride `s` at offset `o`: central
-/// differences of second or (with `F`) fourth order.
+/// The first derivative of variable `v` along axis `d` at node `a`: central differences of
+/// second or (with `F`) fourth order.
 #[inline(always)]
-fn derivative<R: Real, const F: bool>(q: &[R], o: usize, s: usize, inv_2h: R) -> R {
+fn derivative<R: Real, const F: bool>(a: &impl Around<R>, v: usize, d: usize, inv_2h: R) -> R {
     match F {
         true => central_difference_4(
-            at(q, o - 2 * s),
-            at(q, o - s),
-            at(q, o + s),
-            at(q, o + 2 * s),
+            a.q(v, d, -2),
+            a.q(v, d, -1),
+            a.q(v, d, 1),
+            a.q(v, d, 2),
             inv_2h,
         ),
-        false => central_difference(at(q, o - s), at(q, o + s), inv_2h),
+        false => central_difference(a.q(v, d, -1), a.q(v, d, 1), inv_2h),
     }
 }
 
@@ -136,8 +134,8 @@ pub(crate) struct NodeResidual<R, const D: usize> {
     pub lam: [R; D],
 }
 
-/// The residuals of the scheme at offset `o` from the state `q`. With `E` (energy), T is
-/// variable `1 + D`.
+/// The residuals of the scheme at node `a` of the state (with `SRC`, plus the source term).
+/// With `E` (energy), T is variable `1 + D`.
 #[inline(always)]
 pub(crate) fn node_residual<
     R: Real,
@@ -148,63 +146,51 @@ pub(crate) fn node_residual<
     const F: bool,
 >(
     c: &Coeffs<R>,
-    st: [usize; 3],
-    q: [&[R]; V],
-    src: [&[R]; V],
-    o: usize,
+    a: &impl Around<R>,
 ) -> NodeResidual<R, D> {
-    let p = q[0];
     let mut r = [R::zero(); V];
     let mut vel = [R::zero(); D];
     let mut speed2 = R::zero();
     for d in 0..D {
-        vel[d] = at(q[1 + d], o);
+        vel[d] = a.q(1 + d, 0, 0);
         speed2 = speed2 + vel[d] * vel[d];
     }
     let beta2 = local_beta2(speed2, c.beta2_min);
-    let pc = at(p, o);
+    let pc = a.q(0, 0, 0);
     let mut lam = [R::zero(); D];
     let (mut sum_lh, mut sum_l2, mut diss, mut div) = (R::zero(), R::zero(), R::zero(), R::zero());
     for d in 0..D {
-        let s = st[d];
         lam[d] = spectral_radius(vel[d], beta2);
         let lh = lam[d] * c.inv_h[d];
         sum_lh = sum_lh + lh;
         sum_l2 = sum_l2 + lam[d] * lam[d];
-        let d4 = fourth_difference(
-            at(p, o - 2 * s),
-            at(p, o - s),
-            pc,
-            at(p, o + s),
-            at(p, o + 2 * s),
-        );
+        let d4 = fourth_difference(a.q(0, d, -2), a.q(0, d, -1), pc, a.q(0, d, 1), a.q(0, d, 2));
         diss = diss + lh * d4;
-        div = div + derivative::<R, F>(q[1 + d], o, s, c.inv_2h[d]);
+        div = div + derivative::<R, F>(a, 1 + d, d, c.inv_2h[d]);
     }
     let rate = time_step_rate(sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
     r[0] = -beta2 * div - c.c4 * diss;
     if SRC {
-        r[0] = r[0] + at(src[0], o);
+        r[0] = r[0] + a.src(0);
     }
-    let tc = if E { at(q[1 + D], o) } else { R::zero() };
+    let tc = if E { a.q(1 + D, 0, 0) } else { R::zero() };
     for m in 0..D {
-        let (conv, lap) = transport::<R, D, K, F>(c, st, q, q[1 + m], o, &vel, vel[m]);
-        let s = st[m];
-        let grad_p = derivative::<R, F>(p, o, s, c.inv_2h[m]);
+        let (conv, lap) = transport::<R, D, K, F>(c, a, 1 + m, &vel, vel[m]);
+        let grad_p = derivative::<R, F>(a, 0, m, c.inv_2h[m]);
         let mut rm = c.nu * lap - conv - grad_p * c.inv_rho;
         if E {
             rm = rm + buoyancy(c.buoyancy[m], tc, c.t_ref);
         }
         if SRC {
-            rm = rm + at(src[1 + m], o);
+            rm = rm + a.src(1 + m);
         }
         r[1 + m] = rm;
     }
     if E {
-        let (conv, lap) = transport::<R, D, K, F>(c, st, q, q[1 + D], o, &vel, tc);
+        let (conv, lap) = transport::<R, D, K, F>(c, a, 1 + D, &vel, tc);
         let mut rt = c.alpha * lap - conv;
         if SRC {
-            rt = rt + at(src[1 + D], o);
+            rt = rt + a.src(1 + D);
         }
         r[1 + D] = rt;
     }
@@ -218,14 +204,14 @@ pub(crate) fn node_residual<
 }
 
 /// Updates the interior nodes of one row (fixed j, k) by one explicit step and returns its
-/// residual sums when `norms` (zeros otherwise).
+/// residual sums with `N` (zeros otherwise). `N` is a const generic so that the passes without
+/// norms (all but the last of `advance`) neither compute nor store the residuals.
 ///
 /// The last chunk computes up to `LANES - 1` nodes past the row's last interior node, into
 /// its boundary node, ghosts and padding, and keeps none of them: the stencil reads two
 /// nodes and planes out at most, which the ghost rows and planes after the last interior row
-/// hold, so every read stays inside the arrays (checked by `at` in debug builds).
+/// hold, so every read stays inside the arrays (checked in debug builds).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn update_row<
     R: Real,
     const D: usize,
@@ -233,6 +219,7 @@ fn update_row<
     const E: bool,
     const K: bool,
     const F: bool,
+    const N: bool,
 >(
     c: &Coeffs<R>,
     st: [usize; 3],
@@ -241,28 +228,33 @@ fn update_row<
     mut out: [&mut [R]; V],
     start: usize,
     p_shift: R,
-    norms: bool,
 ) -> [f64; V] {
     let count = out[0].len();
     let equations = 1 + D + E as usize;
     let mut sums = [0.0f64; V];
     let (mut res, mut new) = ([[R::zero(); CHUNK]; V], [[R::zero(); CHUNK]; V]);
+    let rows = RowPointers::new(q, src, st, start);
     for first in (0..count).step_by(CHUNK) {
         let len = CHUNK.min(count - first);
         // `len` rounded up, written as the minimum with CHUNK so that LLVM sees the bound:
         // where it could not, the index's bounds check forced the vector loop to leave its
         // last vector to the scalar loop.
         for t in 0..CHUNK.min((count - first).next_multiple_of(LANES)) {
-            let o = start + first + t;
-            let n = node_residual::<R, D, SRC, E, K, F>(c, st, q, src, o);
+            let node = rows.node(first + t);
+            let n = node_residual::<R, D, SRC, E, K, F>(c, &node);
             let dt = c.cfl / n.rate;
-            new[0][t] = at(q[0], o) + dt * n.r[0] - p_shift;
-            // The norm measures the change of the referenced pressure: a uniform drift (which
-            // the reference shift removes) is not a residual.
-            res[0][t] = n.r[0] - p_shift * (n.rate * c.inv_cfl);
+            new[0][t] = node.q(0, 0, 0) + dt * n.r[0] - p_shift;
             for v in 1..equations {
-                res[v][t] = n.r[v];
-                new[v][t] = at(q[v], o) + dt * n.r[v];
+                new[v][t] = node.q(v, 0, 0) + dt * n.r[v];
+            }
+            if N {
+                // The norm measures the change of the referenced pressure: a uniform drift
+                // (which the reference shift removes) is not a residual.
+                res[0][t] = n.r[0] - p_shift * (n.rate * c.inv_cfl);
+                res[1..equations]
+                    .iter_mut()
+                    .zip(&n.r[1..])
+                    .for_each(|(res, r)| res[t] = *r);
             }
         }
         // The new state goes through the stack, which cannot alias the state read: with the
@@ -271,7 +263,7 @@ fn update_row<
         for (row, new) in out.iter_mut().zip(&new).take(equations) {
             row[first..first + len].copy_from_slice(&new[..len]);
         }
-        if norms {
+        if N {
             for (sum, r) in sums.iter_mut().zip(&res).take(equations) {
                 *sum += r[..len].iter().map(|r| r.f64() * r.f64()).sum::<f64>();
             }
@@ -396,7 +388,7 @@ fn residual_rows<
     weight_ptr[0] = weights.as_mut_ptr();
     let weight_ptr = Out(weight_ptr);
     let equations = 1 + D + E as usize;
-    let (rows_j, count) = (l.n[1] - 2, l.n[0] - 2);
+    let (rows_j, count, st) = (l.n[1] - 2, l.n[0] - 2, l.stride);
     let sums: Vec<[f64; 2]> = (0..interior_rows(&l))
         .into_par_iter()
         .map(|r| {
@@ -409,7 +401,8 @@ fn residual_rows<
             let [weights, ..] = unsafe { row_slices(weight_ptr.ptrs(), start, count) };
             let (mut rp, mut w) = (LaneSum::default(), LaneSum::default());
             for x in 0..count {
-                let n = node_residual::<R, D, SRC, E, K, F>(c, l.stride, q, src, start + x);
+                let o = start + x;
+                let n = node_residual::<R, D, SRC, E, K, F>(c, &Offsets { q, src, st, o });
                 for v in 0..equations {
                     rows[v][x] = n.r[v];
                 }
@@ -472,14 +465,19 @@ fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool, 
             let start = l.index(1, j as isize, k as isize);
             // SAFETY: row r is this task's alone.
             let rows = unsafe { row_slices(out.ptrs(), start, count) };
-            let row = || {
-                update_row::<R, D, SRC, E, K, F>(c, l.stride, q, src, rows, start, p_shift, norms)
-            };
-            *sums = match wide {
+            let (st, p) = (l.stride, p_shift);
+            *sums = match (wide, norms) {
                 // SAFETY: the CPU has the instructions (`has_avx512`).
                 #[cfg(target_arch = "x86_64")]
-                true => unsafe { with_avx512(row) },
-                _ => row(),
+                (true, false) => unsafe {
+                    with_avx512(|| {
+                        update_row::<R, D, SRC, E, K, F, false>(c, st, q, src, rows, start, p)
+                    })
+                },
+                // The norms' pass (once per `advance`) has the AVX2 build only, which gives
+                // the same bits (see `with_avx512`): one build fewer to compile.
+                (_, true) => update_row::<R, D, SRC, E, K, F, true>(c, st, q, src, rows, start, p),
+                _ => update_row::<R, D, SRC, E, K, F, false>(c, st, q, src, rows, start, p),
             };
         });
     if !norms {
@@ -513,20 +511,21 @@ mod tests {
         Problem::new(layout, [1.0; 3], physics, Numerics::default(), initial).unwrap()
     }
 
-    /// Both builds of the row update from the same state: the new states and the sums.
-    fn both_builds<R: Real>(dim: usize, n: [usize; 3]) -> [(Fields<R>, Residuals); 2] {
+    /// The row update from the same state by its three builds: with the norms (AVX2), and
+    /// without, AVX2 and AVX-512; the new states and the sums.
+    fn all_builds<R: Real>(dim: usize, n: [usize; 3]) -> [(Fields<R>, Residuals); 3] {
         let p = problem::<R>(dim, n);
         let c = Coeffs::new(&p);
-        [false, true].map(|wide| {
+        [(false, true), (false, false), (true, false)].map(|(wide, norms)| {
             let mut next = p.initial.clone();
             let mut sums = vec![[0.0; V]; interior_rows(&p.layout)];
             let shift = R::of(0.01);
             let r = match dim {
                 2 => pass::<R, 2, false, false, false, false>(
-                    &c, &p.initial, &mut next, None, shift, true, &mut sums, wide,
+                    &c, &p.initial, &mut next, None, shift, norms, &mut sums, wide,
                 ),
                 _ => pass::<R, 3, false, false, false, false>(
-                    &c, &p.initial, &mut next, None, shift, true, &mut sums, wide,
+                    &c, &p.initial, &mut next, None, shift, norms, &mut sums, wide,
                 ),
             };
             (next, r)
@@ -534,18 +533,27 @@ mod tests {
     }
 
     #[test]
-    fn the_avx512_build_is_the_avx2_build_bit_for_bit() {
-        if !has_avx512() {
-            // Nothing to compare on this CPU: the pass runs the AVX2 build only.
-            return;
-        }
+    fn every_build_of_the_row_update_gives_the_same_bits() {
+        let wide = has_avx512();
         // Rows of 35 and 19 interior nodes: a short chunk each, rounded up past the row.
         for (dim, n) in [(2, [37, 29, 1]), (3, [21, 19, 17])] {
-            let [(a, ra), (b, rb)] = both_builds::<f64>(dim, n);
-            assert!(a.vars == b.vars && ra == rb, "{dim}D f64");
-            let [(a, ra), (b, rb)] = both_builds::<f32>(dim, n);
-            assert!(a.vars == b.vars && ra == rb, "{dim}D f32");
+            let [(a, ra), (b, rb), (w, _)] = all_builds::<f64>(dim, n);
+            assert!(
+                a.vars == b.vars && (!wide || a.vars == w.vars),
+                "{dim}D f64"
+            );
+            assert!(
+                a.vars != problem::<f64>(dim, n).initial.vars,
+                "{dim}D f64: no update"
+            );
             assert!(ra.sum_sq.iter().all(|s| *s > 0.0), "{dim}D: {ra:?}");
+            assert_eq!(rb, Residuals::default(), "{dim}D: norms not asked for");
+            let [(a, ra), (b, _), (w, _)] = all_builds::<f32>(dim, n);
+            assert!(
+                a.vars == b.vars && (!wide || a.vars == w.vars),
+                "{dim}D f32"
+            );
+            assert!(ra.sum_sq.iter().all(|s| *s > 0.0), "{dim}D f32: {ra:?}");
         }
     }
 }
