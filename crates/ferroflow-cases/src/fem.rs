@@ -10,7 +10,7 @@ use crate::summary::Deviation;
 use ferroflow_fem::dfg::{force, nodes_of_patch};
 use ferroflow_fem::ethier_steinman;
 use ferroflow_fem::fractional::{Controls, Fluid, FractionalStep};
-use ferroflow_mesh::generate::{box_mesh, BoxCells};
+use ferroflow_mesh::generate::{box_mesh, cluster, BoxCells};
 use ferroflow_mesh::{Mesh, MeshError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -94,6 +94,8 @@ pub struct FemMesh {
     pub size: [f64; 3],
     /// `tet-box`: the low corner (m).
     pub origin: [f64; 3],
+    /// `tet-box`: strength β of the nodes' tanh clustering toward the walls (0: uniform).
+    pub grading: f64,
     /// `gmsh`: the file, relative to the case file's directory.
     pub file: String,
 }
@@ -234,6 +236,7 @@ impl Default for FemMesh {
             cells: [16; 3],
             size: [1.0; 3],
             origin: [0.0; 3],
+            grading: 0.0,
             file: String::new(),
         }
     }
@@ -428,6 +431,10 @@ impl FemCase {
                 ("output.reference_area", self.output.reference_area),
             ],
         )?;
+        let g = self.mesh.grading;
+        if !(g >= 0.0 && g.is_finite()) {
+            return bad("mesh.grading", format!("{g}: 0 (uniform) or positive"));
+        }
         let t = self.numerics.cg_tolerance;
         if !(t > 0.0 && t < 1.0) {
             return bad("numerics.cg_tolerance", format!("{t}: 0 < tolerance < 1"));
@@ -472,6 +479,15 @@ impl FemCase {
             FemMeshKind::Gmsh if self.mesh.file.is_empty() => {
                 return bad("mesh.file", "missing: mesh.kind = \"gmsh\" reads it".into())
             }
+            FemMeshKind::Gmsh if self.mesh.grading != 0.0 => {
+                return bad(
+                    "mesh.grading",
+                    format!(
+                        "{}: a generated box's only (mesh.kind = \"tet-box\")",
+                        self.mesh.grading
+                    ),
+                )
+            }
             _ => {}
         }
         for (name, patch) in &self.boundary {
@@ -510,6 +526,9 @@ impl FemCase {
         match self.mesh.kind {
             FemMeshKind::TetBox => {
                 let mut mesh = box_mesh(BoxCells::Tet6, self.mesh.cells, self.mesh.size)?;
+                if self.mesh.grading > 0.0 {
+                    cluster(&mut mesh, self.mesh.size, self.mesh.grading)?;
+                }
                 let o = self.mesh.origin;
                 // Exact where the origin is 0: the lid's nodes stay at y = 1.
                 if o != [0.0; 3] {
@@ -795,10 +814,14 @@ pub fn fem_default_value(doc: &KeyDoc) -> Option<toml::Value> {
 }
 
 /// Built-in finite-element cases: `(name, TOML text)`.
-pub const FEM_BUILTIN: [(&str, &str); 3] = [
+pub const FEM_BUILTIN: [(&str, &str); 4] = [
     (
         "cube-fe-re100",
         include_str!("../../../cases/cube-fe-re100.toml"),
+    ),
+    (
+        "cube-fe-re1000",
+        include_str!("../../../cases/cube-fe-re1000.toml"),
     ),
     (
         "ethier-steinman-fe",
@@ -808,7 +831,7 @@ pub const FEM_BUILTIN: [(&str, &str); 3] = [
 ];
 
 /// Every key of a finite-element case file, in file order.
-pub const FEM_KEYS: [KeyDoc; 30] = [
+pub const FEM_KEYS: [KeyDoc; 31] = [
     // As a structured case's.
     KEYS[0],
     KEYS[1],
@@ -818,7 +841,7 @@ pub const FEM_KEYS: [KeyDoc; 30] = [
         "-",
         "`\"finite-element\"`",
         "The edge-based finite elements on tetrahedra (P1/P1, fractional step, CG pressure; \
-         seed 001); f64, on the CPU or with `--backend cuda` on a GPU (equal time steps only)",
+         seed 001); f64, on the CPU or with `--backend cuda` on a GPU",
     ),
     key(
         "mesh.kind",
@@ -849,6 +872,15 @@ pub const FEM_KEYS: [KeyDoc; 30] = [
         "m",
         "finite",
         "`tet-box`: the low corner",
+    ),
+    key(
+        "mesh.grading",
+        "float",
+        "-",
+        ">= 0",
+        "`tet-box`: strength β of the nodes' clustering toward the walls, each coordinate s \
+         (0 to 1 across the box) moved to ½ (1 + tanh(β (2s − 1)) / tanh β); the cells at the \
+         walls are 1 / cosh² β as wide as the middle's. 0: uniform",
     ),
     key(
         "mesh.file",
@@ -914,7 +946,7 @@ pub const FEM_KEYS: [KeyDoc; 30] = [
         "-",
         "`true` with `steady_tolerance`",
         "Each node steps by its own stable time step (not time-accurate; the steady state \
-         is the same); the CPU only (refused with `--backend cuda`)",
+         is the same)",
     ),
     key(
         "numerics.end_time",
@@ -1050,6 +1082,12 @@ mod tests {
         let text = "[case]\nsolver = \"finite-element\"\n[physics]\nviscosity = -1.0\n";
         let e = FemCase::from_toml(text, "x").unwrap_err().to_string();
         assert!(e.contains("x:4: physics.viscosity: -1"), "{e}");
+        let head = "[case]\nsolver = \"finite-element\"\n[mesh]\n";
+        let e = FemCase::from_toml(&format!("{head}grading = -0.5\n"), "x").unwrap_err();
+        assert!(e.to_string().contains("x:4: mesh.grading: -0.5"), "{e}");
+        let gmsh = format!("{head}kind = \"gmsh\"\nfile = \"a.msh\"\ngrading = 1.0\n");
+        let e = FemCase::from_toml(&gmsh, "x").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("mesh.grading"), "{e}");
         let e = solver_of("[case]\nsolver = \"spectral\"\n", "y").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("case.solver"), "{e}");
     }

@@ -5,6 +5,7 @@
 use crate::cavity::Line;
 use crate::fem::{FemCase, FemMeshKind, FemPatchKind};
 use crate::reference::{self, Profile};
+use ferroflow_mesh::generate::clustered;
 use ferroflow_mesh::Mesh;
 
 /// A finite-element case that is the lid-driven cube: a tet box of equal edges whose `ymax`
@@ -19,6 +20,8 @@ pub struct LidCube {
     speed: f64,
     /// Hexahedra per axis.
     cells: [usize; 3],
+    /// The nodes' clustering toward the walls (`mesh.grading`).
+    grading: f64,
     /// U L / ν.
     pub reynolds: f64,
 }
@@ -40,6 +43,7 @@ impl LidCube {
             edge,
             speed,
             cells: case.mesh.cells,
+            grading: case.mesh.grading,
             reynolds: speed * edge / case.physics.viscosity,
         })
     }
@@ -60,7 +64,8 @@ impl LidCube {
             let points: Vec<[f64; 3]> = (0..=n)
                 .map(|k| {
                     let mut x = centre;
-                    x[axis] = self.origin[axis] + self.edge * k as f64 / n as f64;
+                    let s = clustered(k as f64 / n as f64, self.grading);
+                    x[axis] = self.origin[axis] + self.edge * s;
                     x
                 })
                 .collect();
@@ -161,10 +166,19 @@ mod tests {
     #[test]
     fn a_linear_field_is_sampled_exactly_off_the_node_lines() {
         // Odd cells: the centrelines cross the tetrahedra instead of running along edges.
+        for grading in [0.0, 1.3] {
+            sample_a_linear_field(grading);
+        }
+    }
+
+    /// The centrelines of a linear field on an odd tet box clustered by `grading`, at its
+    /// clustered node stations.
+    fn sample_a_linear_field(grading: f64) {
         let mut case = cube_case("");
         case.mesh.cells = [5, 7, 3];
         case.mesh.size = [2.0; 3];
         case.mesh.origin = [1.0, -1.0, 0.5];
+        case.mesh.grading = grading;
         case.boundary.get_mut("ymax").unwrap().velocity = [4.0, 0.0, 0.0];
         let lid = LidCube::of(&case).unwrap();
         let mesh = case.mesh().unwrap();
@@ -172,6 +186,10 @@ mod tests {
         let u: Vec<[f64; 3]> = mesh.nodes.iter().map(|&x| field(x)).collect();
         let (along_y, along_x) = lid.centrelines(&mesh, &u);
         assert_eq!((along_y.len(), along_x.len()), (8, 6));
+        let stations: Vec<f64> = (0..=7)
+            .map(|k| clustered(k as f64 / 7.0, grading))
+            .collect();
+        assert!(along_y.iter().zip(&stations).all(|(a, s)| a.0 == *s));
         for (s, v) in along_y {
             let exact = field([2.0, -1.0 + 2.0 * s, 1.5])[0] / 4.0;
             assert!(

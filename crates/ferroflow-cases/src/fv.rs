@@ -1009,9 +1009,9 @@ pub const FV_KEYS: [KeyDoc; 45] = [
     ),
     // `output.checkpoint_interval`, `output.field_interval`, `output.compress`: as a
     // finite-element case's.
-    FEM_KEYS[24],
     FEM_KEYS[25],
     FEM_KEYS[26],
+    FEM_KEYS[27],
     key(
         "output.reference_area",
         "float",

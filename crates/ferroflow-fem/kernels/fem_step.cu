@@ -31,12 +31,19 @@ struct Step {
     const double* x;  // the pressure solve's result
     double* dp;
     double* rot;
+    double* dt_node;  // each node's stable time step (fem_time_step)
     Reduction red;
     double nu, rho, dt, cfl, dt_max, c_convection, c_pressure;
     idx_t level;  // the node that sets the pressure's level, or -1
+    int local;    // 1: node I steps by dt_node[I] (local time steps), 0: all by dt
 };
 
 __device__ __forceinline__ idx_t node() { return (idx_t)blockIdx.x * blockDim.x + threadIdx.x; }
+
+// Node i's Δt: its own with local time steps, else the step's.
+__device__ __forceinline__ double step_of(const Step& a, idx_t i) {
+    return a.local ? a.dt_node[i] : a.dt;
+}
 
 // 2|u_I|/h_I + 4ν/h_I², and their largest (τ's Δt_avg).
 extern "C" __global__ void __launch_bounds__(SUM_LANES) fem_rates(const Step a) {
@@ -97,7 +104,7 @@ extern "C" __global__ void fem_stage(const Step a, int s) {
     }
     const double alpha[3] = {0.5, 0.5, 1.0};
     const double beta[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
-    const double m = a.dt / a.rows.lumped[i];
+    const double m = step_of(a, i) / a.rows.lumped[i];
     const int b = a.boundary[i];
     for (int d = 0; d < 3; ++d) {
         a.sum[3 * i + d] += beta[s] * m * r[d];
@@ -138,7 +145,8 @@ extern "C" __global__ void fem_pressure_system(const Step a) {
         s -= dot3(t.ni_dnj, du);
         s -= tau * laplacian_trace(t) * (a.p[j] - a.p[i]);
         s += tau * (dot3(t.dni_nj, a.grad_p + 3 * j) - dot3(t.ni_dnj, gi));
-        const double h = (0.5 * (a.dt + a.dt) / a.rho + tau) * laplacian_trace(t);
+        const double dt = 0.5 * (step_of(a, i) + step_of(a, j));
+        const double h = (dt / a.rho + tau) * laplacian_trace(t);
         a.h_values[e] = h;
         diagonal -= h;
     }
@@ -185,12 +193,13 @@ extern "C" __global__ void fem_correct(const Step a) {
     double k = -0.0;
     for (unsigned e = a.rows.offsets[i]; e < a.rows.offsets[i + 1]; ++e) {
         const Edge& t = a.rows.terms[e];
-        const double d = a.dp[a.rows.columns[e]] - a.dp[i];
+        const idx_t j = a.rows.columns[e];
+        const double d = a.dp[j] - a.dp[i];
         for (int c = 0; c < 3; ++c) g[c] += t.ni_dnj[c] * d;
-        k += 0.5 * (a.dt + a.dt) * laplacian_trace(t) * d;
+        k += 0.5 * (step_of(a, i) + step_of(a, j)) * laplacian_trace(t) * d;
     }
     a.rot[i] = a.nu * k / a.rows.lumped[i];
-    const double m = a.dt / (a.rho * a.rows.lumped[i]);
+    const double m = step_of(a, i) / (a.rho * a.rows.lumped[i]);
     for (int c = 0; c < 3; ++c)
         a.u[3 * i + c] = a.boundary[i] < 0 ? a.sum[3 * i + c] - m * g[c] : a.sum[3 * i + c];
 }
@@ -227,8 +236,8 @@ extern "C" __global__ void __launch_bounds__(SUM_LANES) fem_divergence(const Ste
     reduce_chunks<2>(x, SUM, a.red);
 }
 
-// The smallest stability estimate CFL / (2|u|/h_min + 4ν/h_min²), |u| the larger of |u_I| and
-// |u_I − u_J|, at most dt_max.
+// Each node's stability estimate CFL / (2|u|/h_min + 4ν/h_min²), |u| the larger of |u_I| and
+// |u_I − u_J|, at most dt_max, into dt_node, and their smallest.
 extern "C" __global__ void __launch_bounds__(SUM_LANES) fem_time_step(const Step a) {
     double x[1] = {POSITIVE_INFINITY};
     for (int k = 0; k < SUM_BLOCK / SUM_LANES; ++k) {
@@ -242,8 +251,9 @@ extern "C" __global__ void __launch_bounds__(SUM_LANES) fem_time_step(const Step
             speed = fmax(speed, norm3(d));
         }
         const double h = a.h_min[i];
-        const double dt = a.cfl / (2.0 * speed / h + 4.0 * a.nu / (h * h));
-        x[0] = fmin(x[0], fmin(dt, a.dt_max));
+        const double dt = fmin(a.cfl / (2.0 * speed / h + 4.0 * a.nu / (h * h)), a.dt_max);
+        a.dt_node[i] = dt;
+        x[0] = fmin(x[0], dt);
     }
     reduce_chunks<1>(x, MIN, a.red);
 }

@@ -1,7 +1,7 @@
 //! GPU tests of the finite elements' CUDA solver: the CPU's state bit for bit after steps of
 //! the Ethier–Steinman solution (time-dependent boundary, one node setting the pressure's
-//! level) and of the lid-driven cube (fixed pressure node, steady boundary), with every
-//! matrix–vector variant giving the same bits. They need a GPU, so `cargo test` ignores them;
+//! level) and of the lid-driven cube (fixed pressure node, steady boundary; equal and local
+//! time steps), with every matrix–vector variant giving the same bits. They need a GPU, so `cargo test` ignores them;
 //! run with `--ignored` they fail where no GPU is usable.
 use ferroflow_cuda::probe;
 use ferroflow_fem::cuda::{spmv_candidates, CudaFractional, CudaOptions, TuneMode};
@@ -30,25 +30,39 @@ fn bits(u: &[[f64; 3]], p: &[f64]) -> Vec<u64> {
         .collect()
 }
 
-/// Steps `cpu` and a GPU copy of it `steps` times by the CPU's stability estimate, checking
-/// after each step that the time step, report and state agree bit for bit.
+/// Steps `cpu` and a GPU copy of it `steps` times by the CPU's stability estimate (each
+/// node's own with `local`, as `cpu`'s controls say), checking after each step that the time
+/// steps, report and state agree bit for bit.
 fn agree(
     cpu: &mut FractionalStep,
     boundary: &(dyn Fn(usize, f64) -> [f64; 3] + Sync),
     steps: usize,
     options: &CudaOptions,
+    local: bool,
 ) {
     let mut gpu = CudaFractional::new(cpu, options).unwrap();
     let mut t = 0.0;
     for step in 0..steps {
+        let own = cpu.local_time_steps();
         let dt = cpu.time_step();
         assert_eq!(
             gpu.time_step().unwrap().to_bits(),
             dt.to_bits(),
             "step {step}"
         );
-        let want = cpu.step(dt, t, boundary);
+        let want = match local {
+            true => cpu.advance(&own, dt, t, boundary),
+            false => cpu.step(dt, t, boundary),
+        };
         let got = gpu.step(dt, t, boundary).unwrap();
+        if local {
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert!(
+                bits(&gpu.time_steps().unwrap()) == bits(&own),
+                "step {step}"
+            );
+            assert!(own.iter().any(|&d| d > dt), "step {step}: all at {dt}");
+        }
         assert_eq!(got.pressure, want.pressure, "step {step}");
         assert_eq!(got.divergence.to_bits(), want.divergence.to_bits());
         assert_eq!(got.continuity.to_bits(), want.continuity.to_bits());
@@ -67,7 +81,7 @@ fn agree(
 fn ethier_steinman_steps_give_the_cpu_bits() {
     gpu();
     let (mut cpu, boundary) = ethier(10);
-    agree(&mut cpu, &boundary, 5, &CudaOptions::default());
+    agree(&mut cpu, &boundary, 5, &CudaOptions::default(), false);
 }
 
 #[test]
@@ -82,9 +96,22 @@ fn lid_cube_steps_give_the_cpu_bits_with_every_product() {
             graph_iterations: 2 + 2 * (k % 5),
             ..CudaOptions::default()
         };
-        agree(&mut cpu, &|i, _| held[i], 3, &options);
+        agree(&mut cpu, &|i, _| held[i], 3, &options, false);
         println!("{shape}: the CPU's bits");
     }
+}
+
+#[test]
+#[ignore = "needs a GPU: run with --ignored"]
+fn local_time_steps_give_the_cpu_bits() {
+    gpu();
+    let controls = Controls {
+        local_time_steps: true,
+        dt_max: 0.05,
+        ..Controls::default()
+    };
+    let (_, mut cpu, held) = cube(12, 1000.0, controls).unwrap();
+    agree(&mut cpu, &|i, _| held[i], 6, &CudaOptions::default(), true);
 }
 
 #[test]
@@ -119,7 +146,7 @@ fn a_cube_with_a_fixed_pressure_edge_gives_the_cpu_bits() {
         vec![0.0; n],
     )
     .unwrap();
-    agree(&mut cpu, &|i, _| held[i], 3, &CudaOptions::default());
+    agree(&mut cpu, &|i, _| held[i], 3, &CudaOptions::default(), false);
 }
 
 #[test]

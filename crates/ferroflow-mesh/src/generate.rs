@@ -1,7 +1,8 @@
 //! Generated meshes: boxes of hexahedra, prisms or tetrahedra ([`box_mesh`]) with patches
 //! `xmin` … `zmax`, the unit-cube family of tetrahedra refined 1:8 per level
-//! ([`cube_family`]), slabs for shock tubes ([`slab`]); node jitter ([`jitter`]) and random
-//! renumbering ([`shuffle`]) to test what a solver assumes about a mesh.
+//! ([`cube_family`]), slabs for shock tubes ([`slab`]); nodes clustered toward a box's walls
+//! ([`cluster`]); node jitter ([`jitter`]) and random renumbering ([`shuffle`]) to test what a
+//! solver assumes about a mesh.
 use crate::element::Kind;
 use crate::mesh::{Elements, Mesh, MeshError, NodeId};
 use crate::topology::{self, face_geometry, points};
@@ -198,6 +199,34 @@ pub fn slab(n: usize) -> Result<Mesh, MeshError> {
     box_mesh(BoxCells::Hex, [n, 2, 2], [1.0, 2.0 * h, 2.0 * h])
 }
 
+/// Where station `s` ∈ [0, 1] of a row of uniform stations goes when the row is clustered
+/// toward both ends by the tanh stretching of strength `beta`, ½ (1 + tanh(β (2s − 1)) /
+/// tanh β) (`beta` 0: uniform). Ends and middle stay exactly: 0, ½ and 1 map to themselves; the
+/// spacing at the ends is 1 / cosh² β of the middle's.
+pub fn clustered(s: f64, beta: f64) -> f64 {
+    if beta == 0.0 {
+        return s;
+    }
+    0.5 * (1.0 + (beta * (2.0 * s - 1.0)).tanh() / beta.tanh())
+}
+
+/// Clusters the nodes of a box [0, lengths] (of [`box_mesh`]) toward its walls: each
+/// coordinate through [`clustered`] with strength `beta` (> 0 and finite, or an error). The
+/// grid stays a tensor product, so every cell keeps its orientation.
+pub fn cluster(mesh: &mut Mesh, lengths: [f64; 3], beta: f64) -> Result<(), MeshError> {
+    if !(beta > 0.0 && beta.is_finite()) {
+        return Err(MeshError::Invalid(format!(
+            "clustering strength {beta}: must be positive and finite"
+        )));
+    }
+    for x in mesh.nodes.iter_mut() {
+        for a in 0..3 {
+            x[a] = lengths[a] * clustered(x[a] / lengths[a], beta);
+        }
+    }
+    Ok(())
+}
+
 /// Moves every node not on the boundary by up to `fraction` of the shortest edge at it, in
 /// each direction, from `seed` (boundary nodes stay: the domain keeps its shape).
 pub fn jitter(mesh: &mut Mesh, fraction: f64, seed: u64) -> Result<(), MeshError> {
@@ -279,6 +308,29 @@ mod tests {
             shuffle(&mut mesh, 11);
             let r = check(&mesh).unwrap_or_else(|e| panic!("{cells:?} jittered: {e}"));
             assert!((r.volume - 1.0).abs() < 1e-12, "{cells:?}: {}", r.volume);
+        }
+    }
+
+    #[test]
+    fn clustered_boxes_keep_their_walls_and_centre_and_shrink_the_wall_cells() {
+        let beta = 1.2;
+        for s in [0.0, 0.5, 1.0] {
+            assert_eq!(clustered(s, beta), s);
+        }
+        let mut mesh = box_mesh(BoxCells::Tet6, [8, 6, 4], [2.0, 1.0, 0.5]).unwrap();
+        cluster(&mut mesh, [2.0, 1.0, 0.5], beta).unwrap();
+        let r = check(&mesh).unwrap();
+        assert!((r.volume - 1.0).abs() < 1e-12, "{}", r.volume);
+        // Along x the cells widen from the wall to the middle, the first above 1 / cosh² β
+        // of the middle's (the spacings' limit as cells shrink) and below half.
+        let xs: Vec<f64> = mesh.nodes[..9].iter().map(|x| x[0]).collect();
+        assert_eq!((xs[0], xs[4], xs[8]), (0.0, 1.0, 2.0));
+        let widths: Vec<f64> = xs.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(widths[..4].windows(2).all(|w| w[0] < w[1]), "{widths:?}");
+        let ratio = widths[0] / widths[3];
+        assert!(ratio > 1.0 / beta.cosh().powi(2) && ratio < 0.5, "{ratio}");
+        for bad in [0.0, -1.0, f64::NAN] {
+            assert!(cluster(&mut mesh, [2.0, 1.0, 0.5], bad).is_err());
         }
     }
 

@@ -7,9 +7,10 @@
 //! `run.log`, `case.resolved.toml`, `checkpoint.ffcp`; for the lid-driven cube its centreline
 //! profiles ([`fem_profiles`]).
 //!
-//! With `--backend cuda` the steps run on the GPU ([`CudaFractional`], the CPU's bits in f64)
-//! with equal time steps; the state is read back after each step into the host solver's,
-//! which the rates, the divergence check and the outputs read as on the CPU.
+//! With `--backend cuda` the steps run on the GPU ([`CudaFractional`], the CPU's bits in f64),
+//! with equal or local time steps; the state (and with local steps each node's Δt) is read
+//! back after each step into the host solver's, which the rates, the divergence check and the
+//! outputs read as on the CPU.
 use crate::fem_profiles;
 use crate::input::Override;
 use crate::mesh_job::MeshJob;
@@ -55,20 +56,6 @@ const STATE_VARS: usize = 4;
 
 /// A finite-element run, checked.
 type FemJob = MeshJob<FemCase>;
-
-/// The job the arguments describe, with the checks only finite elements need.
-fn job(args: RunArgs, world: &World) -> Result<FemJob, Failure> {
-    let job = FemJob::new(args, world)?;
-    if job.cuda && job.case.numerics.local_time_steps {
-        return Err(Failure::input(format!(
-            "{}: numerics.local_time_steps = true with --backend cuda: the march with a \
-             time step per node runs on the CPU only (--backend cpu, or --set \
-             numerics.local_time_steps=false for equal steps on the GPU)",
-            job.source.origin
-        )));
-    }
-    Ok(job)
-}
 
 /// The GPU's options for a job with `--backend cuda`.
 fn cuda_options(job: &FemJob) -> Option<CudaOptions> {
@@ -126,7 +113,7 @@ fn write_fields(setup: &FemSetup, compress: bool, path: &Path) -> std::io::Resul
 /// `ferroflow run` of a finite-element case.
 pub fn run(args: RunArgs) -> Result<(), Failure> {
     let world = World::alone();
-    let job = job(args, &world)?;
+    let job = FemJob::new(args, &world)?;
     in_pool(&job, |interrupt| FemRun::start(&job, interrupt)?.iterate())
 }
 
@@ -134,7 +121,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 /// solver set up (which checks the patches and the mesh), nothing stepped or written.
 pub fn check(args: RunArgs) -> Result<(), Failure> {
     let world = World::alone();
-    let job = job(args, &world)?;
+    let job = FemJob::new(args, &world)?;
     let setup = setup(&job)?;
     let (case, ops) = (&job.case, setup.solver.operators());
     println!(
@@ -291,7 +278,7 @@ impl<'a> FemRun<'a> {
         let n = &self.job.case.numerics;
         let solver = &mut self.setup.solver;
         let mut dt = match &self.gpu {
-            // The GPU takes equal steps only (checked): their minimum is all it needs.
+            // The smallest is all the GPU's step needs; its local ones are read after it.
             Some(gpu) => vec![gpu.time_step()?],
             None => solver.local_time_steps(),
         };
@@ -315,6 +302,9 @@ impl<'a> FemRun<'a> {
             Some(gpu) => {
                 let report = gpu.step(step, self.time, &boundary)?;
                 (solver.u, solver.p) = gpu.state()?;
+                if n.local_time_steps {
+                    dt = gpu.time_steps()?;
+                }
                 report
             }
             None => solver.advance(&dt, step, self.time, &boundary),

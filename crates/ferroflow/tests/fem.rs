@@ -185,18 +185,6 @@ fn bad_keys_values_and_mesh_files_exit_2_naming_them() {
     let (code, err) = stderr_of(ferroflow(dir).args(tiny_cube(&["--precision", "f32"])));
     assert_eq!(code, Some(2));
     assert!(err.contains("f64 only"), "{err}");
-    let local = [
-        "--set",
-        "numerics.local_time_steps=true",
-        "--backend",
-        "cuda",
-    ];
-    let (code, err) = stderr_of(ferroflow(dir).args(tiny_cube(&local)));
-    assert_eq!(code, Some(2));
-    assert!(
-        err.contains("numerics.local_time_steps = true with --backend cuda"),
-        "{err}"
-    );
     // Nothing was written for any of them.
     assert!(!dir.join("ferroflow-out").exists());
     let (code, out) = {
@@ -221,7 +209,12 @@ fn finite_element_cases_are_listed_and_shown() {
     let tmp = TempDir::new().unwrap();
     let list = ferroflow(tmp.path()).arg("cases").output().unwrap();
     let list = String::from_utf8_lossy(&list.stdout).into_owned();
-    for name in ["cube-fe-re100", "ethier-steinman-fe", "dfg-3d-1z"] {
+    for name in [
+        "cube-fe-re100",
+        "cube-fe-re1000",
+        "ethier-steinman-fe",
+        "dfg-3d-1z",
+    ] {
         assert!(list.contains(name), "{list}");
         let shown = ferroflow(tmp.path())
             .args(["cases", "show", name])
@@ -381,4 +374,28 @@ fn a_tiny_cube_on_the_gpu_writes_the_cpu_files_and_restarts_bitwise() {
     assert_same_files(&cpu, &tmp.path().join("halves"), files);
     let continuity = summary(&gpu)["residuals"]["continuity"].as_f64().unwrap();
     assert!(continuity > 0.0, "{continuity}");
+    // Local time steps: each node's own Δt (not all at dt_max: above the 4³ cube's 0.01),
+    // the same files on both.
+    let local = [
+        "--set",
+        "numerics.local_time_steps=true",
+        "--set",
+        "numerics.dt_max=0.05",
+    ];
+    for backend in ["cpu", "cuda"] {
+        let dir = format!("local-{backend}");
+        let out = ["--backend", backend, "--out", &dir];
+        run(&[
+            &snapshots[..],
+            &local,
+            &steps("numerics.max_steps=12"),
+            &out,
+        ]
+        .concat());
+    }
+    let local = |b: &str| tmp.path().join(format!("local-{b}"));
+    assert_same_files(&local("cpu"), &local("cuda"), files);
+    // Not the equal steps' run.
+    let rows = fs::read_to_string(local("cuda").join("residuals.csv")).unwrap();
+    assert_ne!(rows, fs::read_to_string(gpu.join("residuals.csv")).unwrap());
 }

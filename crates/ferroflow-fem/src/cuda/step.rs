@@ -74,6 +74,7 @@ struct StepArgs {
     x: CUdeviceptr,
     dp: CUdeviceptr,
     rot: CUdeviceptr,
+    dt_node: CUdeviceptr,
     red: Reduction,
     nu: f64,
     rho: f64,
@@ -83,6 +84,7 @@ struct StepArgs {
     c_convection: f64,
     c_pressure: f64,
     level: i64,
+    local: i32,
 }
 
 // SAFETY: C structs of device addresses and numbers.
@@ -105,8 +107,8 @@ struct Kernels {
 }
 
 /// Node arrays of f64 per node: their count each (u, p, two stages, the sum, ξ, τ twice, the
-/// rates, ∇p, f, the diagonal, scaling, scaled diagonal, x, δp, the rotational term).
-const NODE_ARRAYS: [usize; 17] = [3, 1, 3, 3, 3, 3, 1, 1, 1, 3, 1, 1, 1, 1, 1, 1, 1];
+/// rates, ∇p, f, the diagonal, scaling, scaled diagonal, x, δp, the rotational term, Δt).
+const NODE_ARRAYS: [usize; 18] = [3, 1, 3, 3, 3, 3, 1, 1, 1, 3, 1, 1, 1, 1, 1, 1, 1, 1];
 
 /// The fractional-step solver with its state on a GPU: [`CudaFractional::step`] gives
 /// [`FractionalStep::step`]'s state and report, bit for bit (module comment of
@@ -265,6 +267,7 @@ impl CudaFractional {
             x: node(12),
             dp: node(13),
             rot: node(14),
+            dt_node: node(15),
             red,
             nu: solver.fluid.viscosity,
             rho: solver.fluid.density,
@@ -274,6 +277,7 @@ impl CudaFractional {
             c_convection: solver.controls.convection_factor,
             c_pressure: solver.controls.pressure_factor,
             level: solver.level.map_or(-1, |l| l as i64),
+            local: solver.controls.local_time_steps as i32,
         };
         let solve = Solve::new(
             &device,
@@ -368,7 +372,9 @@ impl CudaFractional {
     }
 
     /// [`FractionalStep::step`]: advances by `dt` from time `t`; `boundary(node, time)` is the
-    /// velocity of a fixed-velocity node (called on the host for the step's two times).
+    /// velocity of a fixed-velocity node (called on the host for the step's two times). With
+    /// [`Controls::local_time_steps`] it is [`FractionalStep::advance`] by each node's stable
+    /// step ([`CudaFractional::time_steps`] reads them), `dt` the boundary's.
     pub fn step(
         &mut self,
         dt: f64,
@@ -390,6 +396,9 @@ impl CudaFractional {
         let go = |f: &CudaFunction, config, extra: Option<i32>, what: &str| {
             launch(&stream, f, config, &self.args, extra, what)
         };
+        if self.controls.local_time_steps {
+            go(&k.time_step, chunks(n), None, "fem_time_step")?;
+        }
         go(&k.rates, chunks(n), None, "fem_rates")?;
         go(&k.freeze, per_node(n), None, "fem_freeze")?;
         for s in 0..4 {
@@ -440,6 +449,17 @@ impl CudaFractional {
         let k = &self.kernels.time_step;
         launch(stream, k, chunks(self.n), &self.args, None, "fem_time_step")?;
         Ok(self.read_totals()?[0])
+    }
+
+    /// Each node's stability estimate of the last step or [`CudaFractional::time_step`]:
+    /// [`FractionalStep::local_time_steps`] of that state.
+    pub fn time_steps(&self) -> Result<Vec<f64>, BackendError> {
+        // The node array 15 (`args`).
+        read(
+            &self.device.stream,
+            &self.reals[6 + 15],
+            "reading the time steps",
+        )
     }
 
     fn read_totals(&self) -> Result<[f64; 2], BackendError> {
