@@ -3,7 +3,7 @@
 //! adiabatic and isothermal walls and an outflow, inviscid and viscous; a flow from a
 //! total-pressure inflow through far fields, inviscid and with Sutherland's law), the GPU's
 //! state is the CPU's bit for bit, and so is the bump's; one residual is the CPU's with
-//! stored fluxes and agrees to rounding with atomics; a gas other than air (whose isentropic
+//! stored fluxes and agrees to rounding with atomics and in colours; a gas other than air (whose isentropic
 //! powers are the device's `pow`) agrees to rounding. They need a GPU, so `cargo test`
 //! ignores them; run with `--ignored` they fail where no GPU is usable.
 use ferroflow_cuda::probe;
@@ -186,29 +186,26 @@ fn steady_iterations_give_the_cpu_bits_on_every_cell_kind() {
 
 #[test]
 #[ignore = "needs a GPU: run with --ignored"]
-fn a_residual_is_the_cpus_with_stored_fluxes_and_to_rounding_with_atomics() {
+fn a_residual_is_the_cpus_with_stored_fluxes_and_to_rounding_with_atomics_and_colours() {
     gpu();
     for kind in KINDS {
         let (mut s, u) = walls(kind, Limiter::VanAlbada);
         let mut want = vec![[0.0; 5]; u.len()];
         s.residual(&u, 0.0, &mut want);
-        let stored = CudaSolver::new(&s, &u, &CudaOptions::default())
-            .unwrap()
-            .residual()
-            .unwrap();
+        let options = CudaOptions {
+            face_loop: FaceLoop::Coloured,
+            ..CudaOptions::default()
+        };
+        let mut gpu = CudaSolver::new(&s, &u, &options).unwrap();
+        let stored = gpu.residual(FaceLoop::Stored).unwrap();
         assert!(
             bits(&stored) == bits(&want),
             "{kind:?}: stored fluxes differ"
         );
-        let options = CudaOptions {
-            face_loop: FaceLoop::Atomic,
-            ..CudaOptions::default()
-        };
-        let atomic = (CudaSolver::new(&s, &u, &options).unwrap())
-            .residual()
-            .unwrap();
-        let e = relative(&atomic, &want);
-        assert!(e < 1e-14, "{kind:?}: atomics differ by {e:e}");
+        for how in [FaceLoop::Atomic, FaceLoop::Coloured] {
+            let e = relative(&gpu.residual(how).unwrap(), &want);
+            assert!(e < 1e-14, "{kind:?}: {how:?} differs by {e:e}");
+        }
     }
 }
 
