@@ -66,15 +66,20 @@ fn walls(kind: BoxCells, limiter: Limiter) -> Case {
         Boundary::SlipWall,
     ];
     case(kind, bcs, limiter, |x| {
-        let s = (6.0 * x[0]).sin() * (9.0 * x[1]).cos();
-        [
-            1.0 + 0.2 * s,
-            0.4 + 0.1 * s,
-            0.1 * x[2],
-            -0.05,
-            0.7 + 0.2 * s,
-        ]
+        wave(x, [1.0, 0.4, 0.0, -0.05, 0.7], 0.2)
     })
+}
+
+/// A smooth wave about `mean`: ρ and p vary by `amplitude`, u by 0.1, v grows by 0.1 z.
+fn wave(x: [f64; 3], mean: [f64; 5], amplitude: f64) -> [f64; 5] {
+    let s = (6.0 * x[0]).sin() * (9.0 * x[1]).cos();
+    [
+        mean[0] + amplitude * s,
+        mean[1] + 0.1 * s,
+        mean[2] + 0.1 * x[2],
+        mean[3],
+        mean[4] + amplitude * s,
+    ]
 }
 
 /// The walls' flow, Navier–Stokes with a constant viscosity (slip walls pass the normal
@@ -104,14 +109,7 @@ fn far_fields(kind: BoxCells, limiter: Limiter) -> Case {
         Boundary::SlipWall,
     ];
     case(kind, bcs, limiter, |x| {
-        let s = (6.0 * x[0]).sin() * (9.0 * x[1]).cos();
-        [
-            1.0 + 0.1 * s,
-            0.5 + 0.1 * s,
-            0.1 * x[2],
-            0.05,
-            0.7 + 0.1 * s,
-        ]
+        wave(x, [1.0, 0.5, 0.0, 0.05, 0.7], 0.1)
     })
 }
 
