@@ -4,16 +4,18 @@
 //! then the default loops and the reference ones on the mesh's own numbering.
 //! Each row times one residual evaluation part by part (the cell loops before the face loop:
 //! states, ghosts, gradients; the face loop; the gather) and whole iterations of the
-//! explicit steady integrator ([`steady`], the four-stage scheme at local steps: the time
-//! steps, four residuals and updates), which evaluates R through the same loops
-//! ([`Solver::evaluate`] with the row's [`Solver::loops`]) on the solver the row set up
-//! ([`Solver::new`], or [`Solver::reordered`] for the renumbered rows).
+//! explicit steady integrator ([`crate::time::steady`], the four-stage scheme at local steps:
+//! four residuals, the first with the time steps, and the updates), which evaluates R
+//! through the same loops ([`Solver::evaluate`] with the row's [`Solver::loops`]) on the
+//! solver the row set up ([`Solver::new`], or [`Solver::reordered`] for the renumbered
+//! rows). The time steps and the iteration's cell loops outside the residuals (stage updates,
+//! norm) are timed too.
 use crate::bench::flow;
 use crate::fast::{Conflicts, Loops, Options};
 use crate::gas::Cons;
 use crate::layout::Layout;
 use crate::residual::Solver;
-use crate::time::{steady, FOUR_STAGE};
+use crate::time::{Method, Parts, SteadyIteration, FOUR_STAGE};
 use ferroflow_mesh::renumber::cell_order;
 use ferroflow_mesh::{Mesh, MeshError};
 use std::time::Instant;
@@ -131,8 +133,8 @@ impl Meshes {
     }
 }
 
-/// Seconds of one residual's parts, each the best of the repetitions, and of one integrator
-/// iteration.
+/// Seconds of one residual's parts and of the local time steps, each the best of the
+/// repetitions, and of one integrator iteration and its cell loops outside the residuals.
 #[derive(Debug, Clone, Copy)]
 pub struct Times {
     /// The cell loops before the face loop.
@@ -143,8 +145,13 @@ pub struct Times {
     pub gather: f64,
     /// The three in a row: one residual.
     pub residual: f64,
-    /// One iteration of [`steady`]: the mean of `repeats` in one call.
+    /// The local time steps of the prepared states (the radii's face loop and each cell's
+    /// sum; with the reference loops, [`Solver::time_steps`] with its own states).
+    pub steps: f64,
+    /// One iteration of [`steady`]: the mean of `repeats` in one run.
     pub iteration: f64,
+    /// Of which the stage updates and the residual's norm (the mean per iteration).
+    pub updates: f64,
 }
 
 impl Times {
@@ -154,18 +161,20 @@ impl Times {
     }
 }
 
-/// `step` timed on the current rayon pool: its loops' parts over `repeats` residuals after
-/// one untimed one, then `repeats` iterations of [`steady`] in one call after one untimed
-/// iteration (which builds the solver's loops).
+/// `step` timed on the current rayon pool: its loops' parts and time steps over `repeats`
+/// residuals after one untimed one, then `repeats` iterations of [`steady`] in one run after
+/// one untimed iteration (which builds the solver's loops; the run's buffers are made
+/// before, as a run's are).
 pub fn time(meshes: &mut Meshes, step: &Step, repeats: usize) -> Times {
     let repeats = repeats.max(1);
     let (solver, u) = meshes.of(step);
-    let mut best = [f64::INFINITY; 4];
+    let mut best = [f64::INFINITY; 5];
     {
         let mut loops = step.options.map(|options| Loops::new(solver, options));
         let mut r = vec![[0.0; 5]; u.len()];
+        let mut dt = vec![0.0; u.len()];
         for repeat in 0..=repeats {
-            let mut t = [0.0; 3];
+            let mut t = [0.0; 4];
             let start = Instant::now();
             match &mut loops {
                 Some(loops) => {
@@ -174,6 +183,10 @@ pub fn time(meshes: &mut Meshes, step: &Step, repeats: usize) -> Times {
                     loops.face_loop(solver, 0.0, &mut r);
                     t[1] = start.elapsed().as_secs_f64() - t[0];
                     std::hint::black_box(loops.gather(solver, &mut r));
+                    t[2] = start.elapsed().as_secs_f64() - t[0] - t[1];
+                    let steps = Instant::now();
+                    loops.time_steps(solver, CFL, &mut dt);
+                    t[3] = steps.elapsed().as_secs_f64();
                 }
                 None => {
                     solver.prepare(u, 0.0);
@@ -181,31 +194,43 @@ pub fn time(meshes: &mut Meshes, step: &Step, repeats: usize) -> Times {
                     solver.face_loop(0.0);
                     t[1] = start.elapsed().as_secs_f64() - t[0];
                     std::hint::black_box(solver.gather(&mut r));
+                    t[2] = start.elapsed().as_secs_f64() - t[0] - t[1];
+                    let steps = Instant::now();
+                    solver.time_steps(u, 0.0, CFL, &mut dt);
+                    t[3] = steps.elapsed().as_secs_f64();
                 }
             }
-            let total = start.elapsed().as_secs_f64();
-            t[2] = total - t[0] - t[1];
+            let residual = t[0] + t[1] + t[2];
             // The first residual is untimed.
             if repeat > 0 {
-                for (b, x) in best.iter_mut().zip([t[0], t[1], t[2], total]) {
+                for (b, x) in best.iter_mut().zip([t[0], t[1], t[2], residual, t[3]]) {
                     *b = b.min(x);
                 }
             }
         }
     }
     solver.loops = step.options;
+    let method = Method::Stages {
+        cfl: CFL,
+        stages: FOUR_STAGE.to_vec(),
+    };
+    let mut iterations = SteadyIteration::new(method, u.len());
     let mut v = u.clone();
-    steady(solver, &mut v, CFL, &FOUR_STAGE, (0.0, 1));
+    iterations.run(solver, &mut v, (0.0, 1));
     v.copy_from_slice(u);
+    iterations.parts = Parts::default();
     let start = Instant::now();
-    let run = steady(solver, &mut v, CFL, &FOUR_STAGE, (0.0, repeats));
-    let iteration = start.elapsed().as_secs_f64() / run.iterations as f64;
+    let run = iterations.run(solver, &mut v, (0.0, repeats));
+    let per = |x: f64| x / run.iterations as f64;
+    let parts = iterations.parts;
     Times {
         prepare: best[0],
         face: best[1],
         gather: best[2],
         residual: best[3],
-        iteration,
+        steps: best[4],
+        iteration: per(start.elapsed().as_secs_f64()),
+        updates: per(parts.updates + parts.norms),
     }
 }
 
@@ -232,7 +257,10 @@ mod tests {
                 t.face > 0.0 && t.residual >= t.face + t.cells() * 0.999,
                 "{t:?}"
             );
-            assert!(t.iteration > 0.0, "{t:?}");
+            assert!(
+                t.iteration > t.updates && t.updates > 0.0 && t.steps > 0.0,
+                "{t:?}"
+            );
             // The iterations ran through the row's loops.
             assert_eq!(meshes.of(step).0.loops, step.options);
         }

@@ -1,9 +1,11 @@
 //! The face kernel, written once over [`Lane`] for one face or four: each side's limited
-//! MUSCL state ([`side`]) and an internal face's flux times area ([`internal`]).
+//! MUSCL state ([`side`]) and an internal face's flux times area ([`internal`]); the
+//! spectral radius times area that the local time steps take ([`radius`]).
 use crate::flux::{extrapolate, roe, Limiter};
-use crate::gas::{dot, Gas};
+use crate::gas::{dot, velocity, Gas};
 use crate::geometry::sub;
 use crate::lanes::Lane;
+use crate::viscous::Viscous;
 
 /// The state of cell `q` (gradients `grad`) extrapolated to a face at `r` from its centroid,
 /// `other` the state across the face and `alpha` = (r·d)/|d|² (see [`extrapolate`]).
@@ -42,6 +44,27 @@ pub fn internal<T: Lane>(
     let wl = side(limiter, q[0], q[1], grad[0], rl, dot(rl, d) / dd);
     let wr = side(limiter, q[1], q[0], grad[1], rr, -dot(rr, d) / dd);
     roe(gas, &wl, &wr, n).map(|x| x * area)
+}
+
+/// (|V·n| + c) A of the mean of a face's two states `q` (centroids `x`), plus
+/// [`Viscous::spectral_radius`] times A in viscous flow: the face's share of its cells' time
+/// steps.
+#[inline(always)]
+pub fn radius<T: Lane>(
+    gas: Gas,
+    viscous: Option<Viscous>,
+    q: [&[T; 5]; 2],
+    x: [[T; 3]; 2],
+    n: [T; 3],
+    area: T,
+) -> T {
+    let half = T::splat(0.5);
+    let w: [T; 5] = std::array::from_fn(|v| half * (q[0][v] + q[1][v]));
+    let inviscid = (dot(velocity(&w), n).abs() + gas.sound(&w)) * area;
+    match viscous {
+        Some(visc) => inviscid + visc.spectral_radius(gas, &w, dot(sub(x[1], x[0]), n)) * area,
+        None => inviscid,
+    }
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]

@@ -12,7 +12,7 @@
 //! the solver's. The time integrators evaluate the residual through these loops with the
 //! options of [`Solver::loops`] ([`Solver::evaluate`]).
 use crate::boundary::{ghost, Boundary};
-use crate::face::{internal, side};
+use crate::face::{internal, radius, side};
 use crate::flux::{roe, Limiter};
 use crate::gas::{dot, Cons, Gas, Vec3};
 use crate::geometry::{sub, Geometry};
@@ -116,6 +116,8 @@ pub struct Loops {
     flux: [Vec<f64>; 5],
     /// Σ F A over the boundary faces, in face order.
     outflow: [f64; 5],
+    /// Spectral radius times area of each face (see [`crate::face::radius`]).
+    wave: Vec<f64>,
     /// Gradient stencils: neighbour, weights.
     stencils: Slots,
     /// Gathers: face, sign.
@@ -157,6 +159,7 @@ impl Loops {
             cells: Cells::new(options.layout, &g.centroid, g.cells),
             flux: std::array::from_fn(|_| vec![0.0; g.faces()]),
             outflow: [0.0; 5],
+            wave: vec![0.0; g.faces()],
             faces,
             colours,
             stencils,
@@ -217,6 +220,40 @@ impl Loops {
                     gradients_avx2(view, stencils, c0)
                 } else {
                     scalar_gradient(view, g, weights, c0)
+                }
+            }
+        });
+    }
+
+    /// Each cell's time step CFL Ω_i / Σ_f λ_f A_f into `dt` from the prepared states (after
+    /// [`Loops::prepare`]), bitwise [`Solver::time_steps`]: a face loop of the spectral
+    /// radii in face order, then each cell's sum over its faces in ascending order.
+    pub fn time_steps(&mut self, s: &Solver, cfl: f64, dt: &mut [f64]) {
+        let (g, gas, viscous, simd) = (&s.geometry, s.gas, s.viscous, self.simd);
+        let view = self.cells.view(self.options.transpose);
+        (self.wave.par_chunks_mut(MIN_FACES))
+            .enumerate()
+            .for_each(|(k, wave)| {
+                let f0 = k * MIN_FACES;
+                let mut done = 0;
+                #[cfg(target_arch = "x86_64")]
+                if simd {
+                    // SAFETY: AVX2 is present (`simd`); faces in range.
+                    done = unsafe { radii_avx2(view, g, (gas, viscous), f0, wave) };
+                }
+                // SAFETY: faces in range; the states are only read.
+                unsafe { radii::<f64>(view, g, (gas, viscous), f0 + done, &mut wave[done..]) };
+            });
+        let (wave, gathers) = (&self.wave, &self.gathers);
+        let dt = Steps(dt.as_mut_ptr());
+        for_groups(g.cells, simd, |c0, vector| {
+            // SAFETY: each group writes its own cells' steps.
+            unsafe {
+                if vector {
+                    #[cfg(target_arch = "x86_64")]
+                    steps_avx2(dt, g, wave, gathers, (cfl, c0))
+                } else {
+                    scalar_step(dt, g, wave, (cfl, c0))
                 }
             }
         });
@@ -468,6 +505,14 @@ unsafe impl Send for Rows {}
 // SAFETY: as for Send.
 unsafe impl Sync for Rows {}
 
+/// `dt`'s entries, written by disjoint groups of cells.
+#[derive(Clone, Copy)]
+struct Steps(*mut f64);
+// SAFETY: each task writes its own cells' entries.
+unsafe impl Send for Steps {}
+// SAFETY: as for Send.
+unsafe impl Sync for Steps {}
+
 /// `range` in pieces of at least `min` (a multiple of 4).
 fn chunks(range: Range<usize>, min: usize) -> Vec<Range<usize>> {
     (range.clone().step_by(min))
@@ -508,6 +553,24 @@ unsafe fn gradients_avx2(view: CellView, s: &Slots, c0: usize) {
 #[target_feature(enable = "avx2")]
 unsafe fn gather_avx2(r: Rows, flux: &[Vec<f64>; 5], s: &Slots, c0: usize) {
     gather::<F>(r, flux, s, c0)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn radii_avx2(
+    view: CellView,
+    g: &Geometry,
+    flow: (Gas, Option<Viscous>),
+    f0: usize,
+    wave: &mut [f64],
+) -> usize {
+    radii::<F>(view, g, flow, f0, wave)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn steps_avx2(dt: Steps, g: &Geometry, wave: &[f64], s: &Slots, at: (f64, usize)) {
+    steps::<F>(dt, g, wave, s, at)
 }
 
 /// The gradient stencils or gathers of `g`: `entry(c, s, f)` for cell c's s-th face f.
@@ -581,6 +644,61 @@ unsafe fn scalar_gradient(view: CellView, g: &Geometry, weights: &[Vec3], c: usi
         }
     }
     view.set_grad(c, &grad);
+}
+
+/// The spectral radii times areas of faces `f0 + i` into `wave[i]`, `T::LANES` at a time;
+/// returns how many whole groups it did.
+#[inline(always)]
+unsafe fn radii<T: Lane>(
+    view: CellView,
+    g: &Geometry,
+    (gas, viscous): (Gas, Option<Viscous>),
+    f0: usize,
+    wave: &mut [f64],
+) -> usize {
+    let mut i = 0;
+    while i + T::LANES <= wave.len() {
+        let f = f0 + i;
+        let ((ql, xl), (qr, xr)) = (
+            view.state::<T>(|k| g.left[f + k] as usize),
+            view.state::<T>(|k| g.right[f + k] as usize),
+        );
+        let n = std::array::from_fn(|a| T::from_fn(|k| g.normal[f + k][a]));
+        let area = T::load(g.area[f..f + T::LANES].as_ptr());
+        radius(gas, viscous, [&ql, &qr], [xl, xr], n, area).store(wave[i..].as_mut_ptr());
+        i += T::LANES;
+    }
+    i
+}
+
+/// The time steps of cells `c0 + lane` (four) from their faces' radii, summed in each cell's
+/// face order (the gathers' rows, whose padding adds +0).
+#[inline(always)]
+unsafe fn steps<T: Lane>(
+    dt: Steps,
+    g: &Geometry,
+    wave: &[f64],
+    s: &Slots,
+    (cfl, c0): (f64, usize),
+) {
+    let k = c0 / 4;
+    let mut sum = T::splat(0.0);
+    for row in s.rows[k]..s.rows[k + 1] {
+        let at = 4 * row;
+        // |sign|: 1 for a face of the cell, 0 for padding.
+        let weight = T::load(s.coef[0][at..at + 4].as_ptr()).abs();
+        let index = &s.index[at..at + 4];
+        // SAFETY: the slots hold face numbers.
+        sum = sum + weight * T::from_fn(|i| *wave.get_unchecked(index[i] as usize));
+    }
+    let volume = T::load(g.volume[c0..c0 + 4].as_ptr());
+    (T::splat(cfl) * volume / sum).store(dt.0.add(c0));
+}
+
+/// The time step of cell `c` as [`Solver::time_steps`] computes it.
+unsafe fn scalar_step(dt: Steps, g: &Geometry, wave: &[f64], (cfl, c): (f64, usize)) {
+    let sum: f64 = g.faces_of(c).iter().map(|&f| wave[f as usize]).sum();
+    *dt.0.add(c) = cfl * g.volume[c] / sum;
 }
 
 /// The residuals of cells `c0 + lane` (four) gathered from the stored fluxes.
@@ -744,6 +862,41 @@ mod tests {
                         r.iter().flatten().map(|x| x.to_bits()).collect()
                     };
                     assert!(bits(&one) == bits(&expected), "{options:?}");
+                }
+            }
+        }
+    }
+
+    /// The time steps from the loops' prepared states are bitwise the solver's own, inviscid
+    /// and viscous, for every variant (colouring reorders the faces, not the steps' sums), on
+    /// 1 and 2 threads.
+    #[test]
+    fn every_variant_gives_the_solvers_time_steps() {
+        for (mesh, viscous) in meshes()
+            .iter()
+            .flat_map(|m| [(m, None), (m, Some(SUTHERLAND))])
+        {
+            let (mut solver, u) = random_state(mesh, viscous);
+            let mut expected = vec![0.0; u.len()];
+            solver.time_steps(&u, 0.5, 1.7, &mut expected);
+            assert!(expected.iter().all(|dt| dt.is_finite() && *dt > 0.0));
+            for options in every_option() {
+                let mut loops = Loops::new(&solver, options);
+                for threads in [1, 2] {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    let mut dt = vec![f64::NAN; u.len()];
+                    pool.install(|| {
+                        loops.prepare(&solver, &u, 0.5);
+                        loops.time_steps(&solver, 1.7, &mut dt);
+                    });
+                    let bits = |x: &[f64]| -> Vec<u64> { x.iter().map(|x| x.to_bits()).collect() };
+                    assert!(
+                        bits(&dt) == bits(&expected),
+                        "{options:?}, {threads} thread(s)"
+                    );
                 }
             }
         }

@@ -54,8 +54,8 @@ impl Gas {
 
     /// Speed of sound.
     #[inline]
-    pub fn sound(self, w: &Prim) -> f64 {
-        (self.gamma * w[4] / w[0]).sqrt()
+    pub fn sound<T: Lane>(self, w: &[T; 5]) -> T {
+        (T::splat(self.gamma) * w[4] / w[0]).sqrt()
     }
 
     /// Total enthalpy per unit mass, H = γ/(γ − 1) p/ρ + |V|²/2.

@@ -24,7 +24,7 @@ use crate::boundary::ghost;
 use crate::gas::Cons;
 use crate::gradients::MIN_CELLS;
 use crate::residual::Solver;
-use crate::time::Steady;
+use crate::time::{Method, Steady, SteadyIteration};
 use rayon::prelude::*;
 
 /// How the implicit iteration runs.
@@ -42,76 +42,83 @@ pub fn steady_implicit(
     s: &mut Solver,
     u: &mut [Cons],
     how: Implicit,
-    (drop, max): (f64, usize),
+    limits: (f64, usize),
 ) -> Steady {
-    let n = u.len();
-    let (mut r, mut dts) = (vec![[0.0; 5]; n], vec![0.0; n]);
-    let (mut du, mut next) = (vec![[0.0; 5]; n], vec![[0.0; 5]; n]);
-    let mut inverse = vec![[[0.0; 5]; 5]; n];
-    let mut out = Steady {
-        iterations: 0,
-        history: Vec::new(),
-    };
-    let mut first = None;
-    while out.iterations < max {
-        // The spectral radii times areas land in `s.wave`, the states in `s.prim`.
-        s.time_steps(u, 0.0, how.cfl, &mut dts);
-        s.evaluate(u, 0.0, &mut r);
-        let volume = &s.geometry.volume;
-        let sum: f64 = r.iter().zip(volume).map(|(r, v)| (r[0] / v).powi(2)).sum();
-        let rms = (sum / n as f64).sqrt();
-        let first = *first.get_or_insert(rms);
-        out.history.push(rms / first);
-        if rms <= drop * first {
-            return out;
+    SteadyIteration::new(Method::Implicit(how), u.len()).run(s, u, limits)
+}
+
+/// The buffers of the Jacobi sweeps: the inverted diagonal blocks and two iterates of ΔU.
+pub(crate) struct Jacobi {
+    du: Vec<Cons>,
+    next: Vec<Cons>,
+    inverse: Vec<Block>,
+}
+
+impl Jacobi {
+    /// Buffers for `cells` cells.
+    pub(crate) fn new(cells: usize) -> Jacobi {
+        Jacobi {
+            du: vec![[0.0; 5]; cells],
+            next: vec![[0.0; 5]; cells],
+            inverse: vec![[[0.0; 5]; 5]; cells],
         }
-        let s = &*s;
-        let (g, gas, prim, wave) = (&s.geometry, s.gas, &s.prim, &s.wave);
-        (inverse.par_iter_mut().with_min_len(MIN_CELLS))
+    }
+}
+
+/// One implicit update of `u` from its residual `r` and pseudo-time steps `dts`, after
+/// [`Solver::time_steps`] of `u` (whose spectral radii and states the blocks read).
+pub(crate) fn relax(
+    s: &Solver,
+    u: &mut [Cons],
+    (r, dts): (&[Cons], &[f64]),
+    how: Implicit,
+    jacobi: &mut Jacobi,
+) {
+    let Jacobi { du, next, inverse } = jacobi;
+    let (g, gas, prim, wave) = (&s.geometry, s.gas, &s.prim, &s.wave);
+    let volume = &g.volume;
+    (inverse.par_iter_mut().with_min_len(MIN_CELLS))
+        .enumerate()
+        .for_each(|(c, out)| {
+            let radii: f64 = g.faces_of(c).iter().map(|&f| wave[f as usize]).sum();
+            let d = volume[c] / dts[c] + 0.5 * radii;
+            let mut block: Block =
+                std::array::from_fn(|a| std::array::from_fn(|b| if a == b { d } else { 0.0 }));
+            for &f in g.faces_of(c) {
+                if f as usize >= g.internal {
+                    let b = boundary_block(s, f as usize);
+                    (0..5).for_each(|v| (0..5).for_each(|k| block[v][k] += b[v][k]));
+                }
+            }
+            *out = invert(block);
+        });
+    for sweep in 0..=how.sweeps {
+        (next.par_iter_mut().with_min_len(MIN_CELLS))
             .enumerate()
             .for_each(|(c, out)| {
-                let radii: f64 = g.faces_of(c).iter().map(|&f| wave[f as usize]).sum();
-                let d = volume[c] / dts[c] + 0.5 * radii;
-                let mut block: Block =
-                    std::array::from_fn(|a| std::array::from_fn(|b| if a == b { d } else { 0.0 }));
-                for &f in g.faces_of(c) {
-                    if f as usize >= g.internal {
-                        let b = boundary_block(s, f as usize);
-                        (0..5).for_each(|v| (0..5).for_each(|k| block[v][k] += b[v][k]));
-                    }
-                }
-                *out = invert(block);
-            });
-        for sweep in 0..=how.sweeps {
-            (next.par_iter_mut().with_min_len(MIN_CELLS))
-                .enumerate()
-                .for_each(|(c, out)| {
-                    let mut rhs = r[c].map(|x| -x);
-                    if sweep > 0 {
-                        for &f in g.faces_of(c) {
-                            let f = f as usize;
-                            let (j, sign) = g.across(f, c);
-                            if j >= g.cells {
-                                continue;
-                            }
-                            let normal = g.normal[f].map(|x| sign * x);
-                            let a = gas.flux_jacobian_times(&prim[j], normal, &du[j]);
-                            for v in 0..5 {
-                                rhs[v] -= 0.5 * (g.area[f] * a[v] - wave[f] * du[j][v]);
-                            }
+                let mut rhs = r[c].map(|x| -x);
+                if sweep > 0 {
+                    for &f in g.faces_of(c) {
+                        let f = f as usize;
+                        let (j, sign) = g.across(f, c);
+                        if j >= g.cells {
+                            continue;
+                        }
+                        let normal = g.normal[f].map(|x| sign * x);
+                        let a = gas.flux_jacobian_times(&prim[j], normal, &du[j]);
+                        for v in 0..5 {
+                            rhs[v] -= 0.5 * (g.area[f] * a[v] - wave[f] * du[j][v]);
                         }
                     }
-                    let m = &inverse[c];
-                    *out = std::array::from_fn(|v| (0..5).map(|k| m[v][k] * rhs[k]).sum());
-                });
-            std::mem::swap(&mut du, &mut next);
-        }
-        (u.par_iter_mut().with_min_len(MIN_CELLS))
-            .zip(&du)
-            .for_each(|(u, du)| (0..5).for_each(|v| u[v] += du[v]));
-        out.iterations += 1;
+                }
+                let m = &inverse[c];
+                *out = std::array::from_fn(|v| (0..5).map(|k| m[v][k] * rhs[k]).sum());
+            });
+        std::mem::swap(du, next);
     }
-    out
+    (u.par_iter_mut().with_min_len(MIN_CELLS))
+        .zip(&*du)
+        .for_each(|(u, du)| (0..5).for_each(|v| u[v] += du[v]));
 }
 
 /// A 5 × 5 block, by rows.

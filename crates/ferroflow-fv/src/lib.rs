@@ -23,7 +23,8 @@
 //! - [`cuda`]: the explicit steady iteration on NVIDIA GPUs, bitwise the CPU's (feature
 //!   `cuda`).
 //! - [`viscous`]: [`Viscous`], the stress and heat flux through a face (one face or four).
-//! - [`time`]: SSP-RK3 with a global step, multistage RK with local steps.
+//! - [`time`]: SSP-RK3 with a global step, multistage RK with local steps, steady iterations
+//!   measured between their halves.
 //! - [`implicit`]: the Newton–Jacobi iteration for steady flow.
 //! - [`riemann`]: the exact Riemann solver, the shock tube's reference.
 //! - [`bench`]: throughput of the face and cell loops, their bytes and operations.

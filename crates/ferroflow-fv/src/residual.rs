@@ -8,7 +8,7 @@ use crate::boundary::{ghost, Boundary};
 use crate::face;
 use crate::fast::{Loops, Options};
 use crate::flux::{roe, Limiter};
-use crate::gas::{dot, velocity, Cons, Gas, Prim};
+use crate::gas::{dot, Cons, Gas, Prim};
 use crate::geometry::{sub, Geometry};
 use crate::gradients::{gradients, weights, Gradient, MIN_CELLS};
 use crate::viscous::{self, Viscous};
@@ -160,16 +160,44 @@ impl Solver {
     /// [`Solver::loops`] selects. Returns Σ F A over the boundary faces, as
     /// [`Solver::residual`] does.
     pub fn evaluate(&mut self, u: &[Cons], t: f64, r: &mut [Cons]) -> [f64; 5] {
+        self.evaluate_with_steps(u, t, r, None)
+    }
+
+    /// [`Solver::evaluate`], and with `steps` = (CFL, Δt) each cell's time step of the same
+    /// state into Δt as [`Solver::time_steps`] computes it: with the fast loops, from the
+    /// states the residual prepares, which saves their pass; the solver's own states
+    /// (`prim`, `wave`) are then left as they were.
+    pub fn evaluate_with_steps(
+        &mut self,
+        u: &[Cons],
+        t: f64,
+        r: &mut [Cons],
+        steps: Option<(f64, &mut [f64])>,
+    ) -> [f64; 5] {
         let Some(options) = self.loops else {
+            if let Some((cfl, dt)) = steps {
+                self.time_steps(u, t, cfl, dt);
+            }
             return self.residual(u, t, r);
         };
         let mut loops = match self.fast.take() {
             Some(loops) if loops.options() == options => loops,
             _ => Loops::new(self, options),
         };
-        let out = loops.residual(self, u, t, r);
+        loops.prepare(self, u, t);
+        if let Some((cfl, dt)) = steps {
+            loops.time_steps(self, cfl, dt);
+        }
+        loops.face_loop(self, t, r);
+        let out = loops.gather(self, r);
         self.fast = Some(loops);
         out
+    }
+
+    /// The number of cell `c` in the mesh the solver was made from (see
+    /// [`Solver::reordered`]).
+    pub fn user_cell(&self, c: usize) -> usize {
+        self.user_cells.as_ref().map_or(c, |user| user[c] as usize)
     }
 
     /// Primitive states of the cells of `u` and of the ghosts at time `t`.
@@ -262,18 +290,22 @@ impl Solver {
     /// [`Viscous::spectral_radius`] in viscous flow.
     pub fn time_steps(&mut self, u: &[Cons], t: f64, cfl: f64, dt: &mut [f64]) {
         self.primitives(u, t);
-        let (g, gas, prim) = (&self.geometry, self.gas, &self.prim);
+        let (g, gas, prim, viscous) = (&self.geometry, self.gas, &self.prim, self.viscous);
         (self.wave.par_iter_mut().with_min_len(MIN_FACES))
             .enumerate()
             .for_each(|(f, out)| {
-                let (l, r) = (&prim[g.left[f] as usize], &prim[g.right[f] as usize]);
-                let w: Prim = std::array::from_fn(|v| 0.5 * (l[v] + r[v]));
-                *out = (dot(velocity(&w), g.normal[f]).abs() + gas.sound(&w)) * g.area[f];
+                let (l, r) = (g.left[f] as usize, g.right[f] as usize);
+                let x = [g.centroid[l], g.centroid[r]];
+                *out = face::radius(
+                    gas,
+                    viscous,
+                    [&prim[l], &prim[r]],
+                    x,
+                    g.normal[f],
+                    g.area[f],
+                );
             });
-        if let Some(visc) = self.viscous {
-            viscous::add_spectral_radii(self, visc);
-        }
-        let (g, wave) = (&self.geometry, &self.wave);
+        let wave = &self.wave;
         (dt.par_iter_mut().with_min_len(MIN_CELLS))
             .enumerate()
             .for_each(|(c, dt)| {

@@ -1,10 +1,16 @@
-//! Explicit time marching: SSP-RK3 (Shu–Osher) with one global step for unsteady flow
-//! ([`unsteady`]); multistage Runge–Kutta with each cell's own step for steady flow
-//! ([`steady`]). Residuals through [`Solver::evaluate`]: the loops of [`Solver::loops`].
+//! Time marching: SSP-RK3 (Shu–Osher) with one global step for unsteady flow ([`unsteady`],
+//! [`GlobalSteps`]); multistage Runge–Kutta with each cell's own step, or the implicit
+//! Newton–Jacobi iteration, for steady flow ([`steady`], [`SteadyIteration`]). Residuals
+//! through [`Solver::evaluate`]: the loops of [`Solver::loops`]. Each step or iteration takes
+//! its time steps from the states its first residual prepares, and a steady run's history
+//! from that residual, R(Uⁿ): nothing is evaluated twice, and the buffers live as long as
+//! the run.
 use crate::gas::Cons;
 use crate::gradients::MIN_CELLS;
+use crate::implicit::{self, Implicit, Jacobi};
 use crate::residual::Solver;
 use rayon::prelude::*;
+use std::time::Instant;
 
 /// Stage coefficients of the classical four-stage scheme for steady problems (Jameson).
 pub const FOUR_STAGE: [f64; 4] = [0.25, 1.0 / 3.0, 0.5, 1.0];
@@ -22,47 +28,94 @@ pub struct Unsteady {
 /// `u` marched from `start` to `end` by SSP-RK3, each step the smallest of the cells' CFL
 /// steps (the last one shortened to land on `end`).
 pub fn unsteady(s: &mut Solver, u: &mut [Cons], (start, end): (f64, f64), cfl: f64) -> Unsteady {
-    let n = u.len();
-    let (mut r, mut u0, mut dts) = (vec![[0.0; 5]; n], vec![[0.0; 5]; n], vec![0.0; n]);
-    let volume = s.geometry.volume.clone();
-    let mut out = Unsteady {
-        steps: 0,
-        outflow: [0.0; 5],
-    };
+    let mut march = GlobalSteps::new(u.len(), cfl);
     let mut t = start;
     while t < end {
-        s.time_steps(u, t, cfl, &mut dts);
-        let dt = dts
-            .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min)
-            .min(end - t);
+        t = march.step(s, u, t, end);
+    }
+    Unsteady {
+        steps: march.steps,
+        outflow: march.outflow,
+    }
+}
+
+/// SSP-RK3 (Shu–Osher) steps at the smallest cell's CFL step, with their buffers: each
+/// step's time steps come from the states its first stage's residual prepares
+/// ([`Solver::evaluate_with_steps`]).
+pub struct GlobalSteps {
+    cfl: f64,
+    r: Vec<Cons>,
+    u0: Vec<Cons>,
+    dts: Vec<f64>,
+    /// Steps taken.
+    pub steps: usize,
+    /// What left the domain over the steps (see [`Unsteady::outflow`]).
+    pub outflow: [f64; 5],
+}
+
+impl GlobalSteps {
+    /// Steps at Courant number `cfl` of states of `cells` cells.
+    pub fn new(cells: usize, cfl: f64) -> GlobalSteps {
+        GlobalSteps {
+            cfl,
+            r: vec![[0.0; 5]; cells],
+            u0: vec![[0.0; 5]; cells],
+            dts: vec![0.0; cells],
+            steps: 0,
+            outflow: [0.0; 5],
+        }
+    }
+
+    /// One step of `u` from time `t` towards `end`: the smallest cell's step, shortened to
+    /// land on `end`. Returns the time reached.
+    pub fn step(&mut self, s: &mut Solver, u: &mut [Cons], t: f64, end: f64) -> f64 {
+        let (r, u0, dts) = (&mut self.r, &mut self.u0, &mut self.dts);
         u0.copy_from_slice(u);
+        let mut dt = 0.0;
         // (time of the stage, weight of u0, weight of the stage's Euler step, its share of
         // the step's outflow)
-        for (at, keep, share) in [
+        for (k, (at, keep, share)) in [
             (0.0, 0.0, 1.0 / 6.0),
             (1.0, 0.75, 1.0 / 6.0),
             (0.5, 1.0 / 3.0, 2.0 / 3.0),
-        ] {
-            let b = s.evaluate(u, t + at * dt, &mut r);
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let b = if k == 0 {
+                let b = s.evaluate_with_steps(u, t, r, Some((self.cfl, dts)));
+                dt = dts
+                    .iter()
+                    .copied()
+                    .fold(f64::INFINITY, f64::min)
+                    .min(end - t);
+                b
+            } else {
+                s.evaluate(u, t + at * dt, r)
+            };
             for v in 0..5 {
-                out.outflow[v] += dt * share * b[v];
+                self.outflow[v] += dt * share * b[v];
             }
+            let volume = &s.geometry.volume;
             (u.par_iter_mut().with_min_len(MIN_CELLS))
-                .enumerate()
-                .for_each(|(i, ui)| {
-                    let step = dt / volume[i];
+                .zip(&*u0)
+                .zip(&*r)
+                .zip(volume)
+                .for_each(|(((ui, u0), r), volume)| {
+                    let step = dt / volume;
                     for v in 0..5 {
-                        let euler = ui[v] - step * r[i][v];
-                        ui[v] = keep * u0[i][v] + (1.0 - keep) * euler;
+                        let euler = ui[v] - step * r[v];
+                        ui[v] = keep * u0[v] + (1.0 - keep) * euler;
                     }
                 });
         }
-        t = if end - t <= dt { end } else { t + dt };
-        out.steps += 1;
+        self.steps += 1;
+        if end - t <= dt {
+            end
+        } else {
+            t + dt
+        }
     }
-    out
 }
 
 /// What a steady run did.
@@ -82,42 +135,175 @@ pub fn steady(
     u: &mut [Cons],
     cfl: f64,
     stages: &[f64],
-    (drop, max): (f64, usize),
+    limits: (f64, usize),
 ) -> Steady {
-    let n = u.len();
-    let (mut r, mut u0, mut dts) = (vec![[0.0; 5]; n], vec![[0.0; 5]; n], vec![0.0; n]);
-    let volume = s.geometry.volume.clone();
-    let mut out = Steady {
-        iterations: 0,
-        history: Vec::new(),
+    let method = Method::Stages {
+        cfl,
+        stages: stages.to_vec(),
     };
-    let mut first = None;
-    while out.iterations < max {
-        s.time_steps(u, 0.0, cfl, &mut dts);
+    SteadyIteration::new(method, u.len()).run(s, u, limits)
+}
+
+/// How a steady iteration updates the state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Method {
+    /// The explicit multistage scheme of coefficients `stages`, each cell at its own step of
+    /// Courant number `cfl`.
+    Stages {
+        /// Courant number of the local steps.
+        cfl: f64,
+        /// α_k of U^(k) = U^0 − α_k Δt_i/Ω_i R(U^(k−1)).
+        stages: Vec<f64>,
+    },
+    /// The implicit Newton–Jacobi iteration ([`crate::implicit`]).
+    Implicit(Implicit),
+}
+
+/// Seconds spent in the parts of the iterations so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Parts {
+    /// Residual evaluations, with the time steps of the first.
+    pub residuals: f64,
+    /// The stage updates, or the implicit relaxation.
+    pub updates: f64,
+    /// The RMS norms of the residuals measured.
+    pub norms: f64,
+}
+
+/// The iterations of a steady scheme with their buffers, in two halves so that a run can
+/// look between them: [`SteadyIteration::measure`] evaluates the time steps and the residual
+/// R(U^n) of the state an iteration starts from, which is its first stage's (explicit) or its
+/// right-hand side (implicit), and returns its RMS; [`SteadyIteration::advance`] takes the
+/// iteration from there. A run's history thus costs no residual of its own.
+pub struct SteadyIteration {
+    method: Method,
+    r: Vec<Cons>,
+    u0: Vec<Cons>,
+    dts: Vec<f64>,
+    jacobi: Option<Jacobi>,
+    /// Whether `r` and `dts` are those of the state `advance` starts from.
+    measured: bool,
+    /// Where the time went.
+    pub parts: Parts,
+}
+
+impl SteadyIteration {
+    /// Iterations of `method` on states of `cells` cells.
+    pub fn new(method: Method, cells: usize) -> SteadyIteration {
+        let jacobi = match method {
+            Method::Implicit(_) => Some(Jacobi::new(cells)),
+            Method::Stages { .. } => None,
+        };
+        SteadyIteration {
+            r: vec![[0.0; 5]; cells],
+            u0: match jacobi {
+                Some(_) => Vec::new(),
+                None => vec![[0.0; 5]; cells],
+            },
+            dts: vec![0.0; cells],
+            jacobi,
+            method,
+            measured: false,
+            parts: Parts::default(),
+        }
+    }
+
+    /// The RMS over the cells of each component of R/Ω for `u`, summed in cell order: what
+    /// [`residual_rms`] gives, from the residual that the next [`SteadyIteration::advance`]
+    /// starts from (`u` unchanged until then).
+    pub fn measure(&mut self, s: &mut Solver, u: &[Cons]) -> [f64; 5] {
+        let start = Instant::now();
+        let (r, dts) = (&mut self.r, &mut self.dts);
+        match self.method {
+            Method::Stages { cfl, .. } => {
+                s.evaluate_with_steps(u, 0.0, r, Some((cfl, dts)));
+            }
+            Method::Implicit(how) => {
+                // The implicit blocks read the spectral radii and states this leaves in `s`.
+                s.time_steps(u, 0.0, how.cfl, dts);
+                s.evaluate(u, 0.0, r);
+            }
+        }
+        let norm = Instant::now();
+        self.parts.residuals += (norm - start).as_secs_f64();
+        self.measured = true;
+        let rms = rms_over_volumes(r, &s.geometry.volume);
+        self.parts.norms += norm.elapsed().as_secs_f64();
+        rms
+    }
+
+    /// One iteration of `u`, from the residual measured last if `u` was (see
+    /// [`SteadyIteration::measure`]), else from its own.
+    pub fn advance(&mut self, s: &mut Solver, u: &mut [Cons]) {
+        if !self.measured {
+            self.measure(s, u);
+        }
+        self.measured = false;
+        let start = Instant::now();
+        let (r, u0, dts) = (&mut self.r, &mut self.u0, &self.dts);
+        let stages = match (&self.method, &mut self.jacobi) {
+            (Method::Stages { stages, .. }, _) => stages,
+            (&Method::Implicit(how), Some(jacobi)) => {
+                implicit::relax(s, u, (r, dts), how, jacobi);
+                self.parts.updates += start.elapsed().as_secs_f64();
+                return;
+            }
+            (Method::Implicit(_), None) => unreachable!("implicit iterations have their buffers"),
+        };
         u0.copy_from_slice(u);
         for (k, &alpha) in stages.iter().enumerate() {
-            s.evaluate(u, 0.0, &mut r);
-            if k == 0 {
-                let sum: f64 = r.iter().zip(&volume).map(|(r, v)| (r[0] / v).powi(2)).sum();
-                let rms = (sum / n as f64).sqrt();
-                let first = *first.get_or_insert(rms);
-                out.history.push(rms / first);
-                if rms <= drop * first {
-                    return out;
-                }
+            let at = Instant::now();
+            if k > 0 {
+                s.evaluate(u, 0.0, r);
             }
+            let updating = Instant::now();
+            let volume = &s.geometry.volume;
             (u.par_iter_mut().with_min_len(MIN_CELLS))
-                .enumerate()
-                .for_each(|(i, ui)| {
-                    let step = alpha * dts[i] / volume[i];
+                .zip(&*u0)
+                .zip(&*r)
+                .zip(dts)
+                .zip(volume)
+                .for_each(|((((u, u0), r), dt), volume)| {
+                    let step = alpha * dt / volume;
                     for v in 0..5 {
-                        ui[v] = u0[i][v] - step * r[i][v];
+                        u[v] = u0[v] - step * r[v];
                     }
                 });
+            self.parts.residuals += (updating - at).as_secs_f64();
+            self.parts.updates += updating.elapsed().as_secs_f64();
         }
-        out.iterations += 1;
     }
-    out
+
+    /// `u` iterated until the RMS of R_ρ/Ω has dropped by `drop` from the first iteration's
+    /// or after `max` iterations.
+    pub fn run(&mut self, s: &mut Solver, u: &mut [Cons], (drop, max): (f64, usize)) -> Steady {
+        let mut out = Steady {
+            iterations: 0,
+            history: Vec::new(),
+        };
+        let mut first = None;
+        while out.iterations < max {
+            let rms = self.measure(s, u)[0];
+            let first = *first.get_or_insert(rms);
+            out.history.push(rms / first);
+            if rms <= drop * first {
+                break;
+            }
+            self.advance(s, u);
+            out.iterations += 1;
+        }
+        out
+    }
+}
+
+/// The RMS over the cells of each component of `r` over the cells' `volume`, summed in cell
+/// order (so the same on any thread count).
+fn rms_over_volumes(r: &[Cons], volume: &[f64]) -> [f64; 5] {
+    let mut sum = [0.0; 5];
+    for (r, v) in r.iter().zip(volume) {
+        (0..5).for_each(|k| sum[k] += (r[k] / v).powi(2));
+    }
+    sum.map(|x| (x / r.len() as f64).sqrt())
 }
 
 /// The RMS over the cells of each component of R/Ω for the state `u` (`r` its scratch). A
@@ -127,11 +313,7 @@ pub fn steady(
 /// loops.
 pub fn residual_rms(s: &mut Solver, u: &[Cons], r: &mut [Cons]) -> [f64; 5] {
     s.residual(u, 0.0, r);
-    let mut sum = [0.0; 5];
-    for (r, v) in r.iter().zip(&s.geometry.volume) {
-        (0..5).for_each(|k| sum[k] += (r[k] / v).powi(2));
-    }
-    sum.map(|x| (x / u.len() as f64).sqrt())
+    rms_over_volumes(r, &s.geometry.volume)
 }
 
 /// `iterate(s, u, batch)` repeated until `done` holds for the [`residual_rms`] checked
@@ -195,6 +377,41 @@ mod tests {
         assert_eq!(bits(&one), bits(&three));
         // The shock has moved: the test compares a flow, not the initial state.
         assert!(one.iter().any(|u| u[1].abs() > 0.1));
+    }
+
+    /// What a run's history reports before each iteration, measured from the residual the
+    /// iteration starts from, is bitwise [`residual_rms`] of that state (the reference
+    /// loops), for both steady methods; the iterations continue from it as `steady` does.
+    #[test]
+    fn the_measure_is_the_reference_rms_of_the_state_each_iteration_starts_from() {
+        let mesh = box_mesh(BoxCells::Tet6, [8, 4, 2], [2.0, 1.0, 0.5]).unwrap();
+        let p = 1.0 / 1.05f64.powf(3.5);
+        let mut s = Solver::new(&mesh, Gas::AIR, Limiter::VanAlbada, &channel(p)).unwrap();
+        let start = s.sample(|x| [1.0, 0.3 + 0.1 * x[0], 0.05 * x[1], 0.0, p]);
+        let methods = [
+            Method::Stages {
+                cfl: 2.0,
+                stages: FOUR_STAGE.to_vec(),
+            },
+            Method::Implicit(Implicit {
+                cfl: 50.0,
+                sweeps: 4,
+            }),
+        ];
+        for method in methods {
+            let mut u = start.clone();
+            let mut iteration = SteadyIteration::new(method.clone(), u.len());
+            let mut r = vec![[0.0; 5]; u.len()];
+            for _ in 0..3 {
+                let measured = iteration.measure(&mut s, &u);
+                assert_eq!(measured, residual_rms(&mut s, &u, &mut r), "{method:?}");
+                iteration.advance(&mut s, &mut u);
+            }
+            let mut again = start.clone();
+            SteadyIteration::new(method.clone(), u.len()).run(&mut s, &mut again, (0.0, 3));
+            assert!(u == again, "{method:?}");
+            assert!(u != start);
+        }
     }
 
     /// A straight channel between an inflow of totals (p0, T0) and an outflow at p0 / 1.186

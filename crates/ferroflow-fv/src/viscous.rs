@@ -90,10 +90,11 @@ impl Viscous {
     /// along its normal, 2 max(4/3, γ/Pr) μ/(ρ d): half of it is the diagonal of a
     /// difference (q_j − q_i) ν/d, which is what the implicit iteration's blocks take from
     /// the face's radius; a cube's cell then gets the explicit diffusion limit at CFL ½.
-    #[inline]
-    pub fn spectral_radius(self, gas: Gas, w: &Prim, distance: f64) -> f64 {
-        let mu = self.viscosity.at(w[4] / w[0]);
-        2.0 * (4.0f64 / 3.0).max(gas.gamma / self.prandtl) * mu / (w[0] * distance)
+    #[inline(always)]
+    pub fn spectral_radius<T: Lane>(self, gas: Gas, w: &[T; 5], distance: T) -> T {
+        let mu = (w[4] / w[0]).map(|t| self.viscosity.at(t));
+        let factor = 2.0 * (4.0f64 / 3.0).max(gas.gamma / self.prandtl);
+        T::splat(factor) * mu / (w[0] * distance)
     }
 
     /// The viscous flux per unit area through a face of unit normal `n` where the velocity
@@ -220,22 +221,6 @@ pub(crate) fn subtract_fluxes(s: &mut Solver, visc: Viscous) {
             (0..5).for_each(|k| out[k] -= v[k]);
         });
     s.flux = flux;
-}
-
-/// Each face's viscous spectral radius times area added to `s.wave`, from the mean of the
-/// face's two prepared states.
-pub(crate) fn add_spectral_radii(s: &mut Solver, visc: Viscous) {
-    let mut wave = std::mem::take(&mut s.wave);
-    let (g, gas, prim) = (&s.geometry, s.gas, &s.prim);
-    (wave.par_iter_mut().with_min_len(MIN_FACES))
-        .enumerate()
-        .for_each(|(f, out)| {
-            let (l, r) = (g.left[f] as usize, g.right[f] as usize);
-            let w: Prim = std::array::from_fn(|v| 0.5 * (prim[l][v] + prim[r][v]));
-            let distance = dot(sub(g.centroid[r], g.centroid[l]), g.normal[f]);
-            *out += visc.spectral_radius(gas, &w, distance) * g.area[f];
-        });
-    s.wave = wave;
 }
 
 #[cfg(test)]

@@ -527,8 +527,8 @@ fn finite_volume_ablation(args: &BenchArgs, n: usize) -> Result<(), Failure> {
                 per_face[0],
                 per_face[1]
             );
-            println!("| step | face ms | cell ms | residual ms | iteration ms | × face | × cell | × residual | × iteration | M faces/s | residual GB/s | % of copy |");
-            println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+            println!("| step | face ms | cell ms | residual ms | steps ms | iteration ms | updates ms | iteration / residual | × face | × cell | × residual | × iteration | M faces/s | residual GB/s | % of copy |");
+            println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
             let mut base = None;
             let mut best = (f64::INFINITY, "");
             for step in steps() {
@@ -539,12 +539,15 @@ fn finite_volume_ablation(args: &BenchArgs, n: usize) -> Result<(), Failure> {
                 }
                 let rate = per_face[1] * faces / t.residual;
                 println!(
-                    "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {:.2} | {:.1} |",
+                    "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {:.2} | {:.1} |",
                     step.label,
                     1e3 * t.face,
                     1e3 * t.cells(),
                     1e3 * t.residual,
+                    1e3 * t.steps,
                     1e3 * t.iteration,
+                    1e3 * t.updates,
+                    t.iteration / t.residual,
                     b.face / t.face,
                     b.cells() / t.cells(),
                     b.residual / t.residual,

@@ -13,13 +13,13 @@ use std::io;
 use std::path::Path;
 
 /// Writes the cells' density, velocity, pressure, temperature (p/ρ) and Mach number of
-/// `setup`'s state as `.vtu` at `path`.
+/// `setup`'s state as `.vtu` at `path`, in the mesh's numbering.
 pub fn write_fields(setup: &FvSetup, compress: bool, path: &Path) -> io::Result<()> {
     let gas = setup.solver.gas;
     let n = setup.state.len();
     let (mut rho, mut v, mut p) = (Vec::with_capacity(n), Vec::with_capacity(3 * n), vec![]);
     let (mut t, mut mach) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    for u in &setup.state {
+    for u in &setup.solver.to_user(&setup.state) {
         let w = gas.prim(u);
         let speed = dot(velocity(&w), velocity(&w)).sqrt();
         rho.push(w[0]);
@@ -49,7 +49,8 @@ pub struct Surface {
     pub patch: String,
     /// The table's columns.
     pub columns: Vec<&'static str>,
-    /// One row per face, in face order.
+    /// One row per face, in the order of the mesh's numbering (by cell, then by the cell's
+    /// own faces), whatever the solver's.
     pub rows: Vec<Vec<f64>>,
     /// Force of the flow on the patch: (p − p_ref) n A over its faces, plus the viscous
     /// stress on no-slip walls.
@@ -97,8 +98,11 @@ pub fn surfaces(case: &FvCase, setup: &mut FvSetup, t: f64) -> Vec<Surface> {
             rows: Vec::new(),
             force: [0.0; 3],
         };
-        let faces =
-            (g.internal..g.faces()).filter(|&f| Some(g.patch[f - g.internal] as usize) == index);
+        let mut faces: Vec<usize> = (g.internal..g.faces())
+            .filter(|&f| Some(g.patch[f - g.internal] as usize) == index)
+            .collect();
+        // A cell's boundary faces come in its own face order in either numbering.
+        faces.sort_by_key(|&f| s.user_cell(g.left[f] as usize));
         for f in faces {
             let (n, a, x) = (g.normal[f], g.area[f], g.face_centroid[f]);
             let p = s.gas.prim(&state[g.left[f] as usize])[4];

@@ -4,15 +4,17 @@
 //! checkpoints ([`crate::mesh_run`]).
 //!
 //! Steady schemes (`rk-local`, `newton-jacobi`) take one iteration at a time; before each,
-//! the RMS of R/Ω of every conservative variable is measured (one residual more per
-//! iteration than the solver's own loops, which see the density's only), and the run is
+//! the RMS of R/Ω of every conservative variable is measured from the residual R(U^n) that
+//! the iteration starts from (the four-stage scheme's first stage, the implicit right-hand
+//! side: no residual of its own), and the run is
 //! steady once the density's has dropped by `numerics.residual_drop` from its largest: an
 //! impulsive start (a no-slip wall in a uniform stream) puts the first residual in the
 //! momentum at the wall, and the density's grows from round-off before it falls.
 //! `ssp-rk3` takes steps of the smallest cell's CFL step to `numerics.end_time`. Results:
 //! `fields.vtu` (cell data), snapshots in `fields.pvd`, `surface_<patch>.csv` per wall
 //! patch, `summary.json`, `residuals.csv`, `run.log`, `case.resolved.toml`,
-//! `checkpoint.ffcp` (the conservative state per cell).
+//! `checkpoint.ffcp` (the conservative state per cell). The solver keeps the cells in the
+//! order of `numerics.renumber` (RCM by default); every file is in the mesh's numbering.
 //!
 //! With `--backend cuda` the `rk-local` iterations run on the GPU ([`CudaSolver`], the CPU's
 //! bits in f64): each iteration's residual, measured as it begins, gives the row, and the
@@ -35,8 +37,8 @@ use ferroflow_cases::fv::{FvCase, FvSetup, Scheme};
 use ferroflow_core::BackendError;
 use ferroflow_fv::cuda::{CudaOptions, CudaSolver};
 use ferroflow_fv::gas::Cons;
-use ferroflow_fv::implicit::{steady_implicit, Implicit};
-use ferroflow_fv::time::{residual_rms, steady, unsteady, FOUR_STAGE};
+use ferroflow_fv::implicit::Implicit;
+use ferroflow_fv::time::{GlobalSteps, Method, SteadyIteration, FOUR_STAGE};
 use ferroflow_io::table::write_json;
 use ferroflow_solver::simulation::HistoryRow;
 use ferroflow_solver::{write_residuals, Simulation, StopCriteria};
@@ -84,9 +86,11 @@ fn setup(job: &FvJob) -> Result<FvSetup, Failure> {
     if let Some(restart) = &job.restart {
         check_same_kind(restart, case)?;
         let vars = restored_state(restart, setup.state.len(), STATE_VARS)?;
-        for (c, u) in setup.state.iter_mut().enumerate() {
-            *u = std::array::from_fn(|k| vars[k][c]);
-        }
+        // Checkpoints hold the mesh's numbering, whatever `numerics.renumber` was.
+        let user: Vec<Cons> = (0..setup.state.len())
+            .map(|c| std::array::from_fn(|k| vars[k][c]))
+            .collect();
+        setup.state = setup.solver.from_user(&user);
     }
     Ok(setup)
 }
@@ -198,10 +202,16 @@ struct FvRun<'a> {
     wall_seconds: f64,
     files: MeshOutput,
     interrupt: Interrupt,
-    /// The residual of the steady residual's measure; the state before an unsteady step.
+    /// The state before an unsteady step.
     scratch: Vec<Cons>,
-    /// Each cell's time step.
-    dt: Vec<f64>,
+    /// The scheme's iterations or steps, with their buffers.
+    march: March,
+}
+
+/// A run's iterations (steady) or time steps (unsteady).
+enum March {
+    Steady(SteadyIteration),
+    Unsteady(GlobalSteps),
 }
 
 impl<'a> FvRun<'a> {
@@ -256,6 +266,23 @@ impl<'a> FvRun<'a> {
         );
         let files = MeshOutput::open(job, work, &backend, &headline)?;
         let cells = setup.state.len();
+        let march = match n.scheme {
+            Scheme::RkLocal => March::Steady(SteadyIteration::new(
+                Method::Stages {
+                    cfl: n.cfl,
+                    stages: FOUR_STAGE.to_vec(),
+                },
+                cells,
+            )),
+            Scheme::NewtonJacobi => {
+                let how = Implicit {
+                    cfl: n.cfl,
+                    sweeps: n.sweeps,
+                };
+                March::Steady(SteadyIteration::new(Method::Implicit(how), cells))
+            }
+            Scheme::SspRk3 => March::Unsteady(GlobalSteps::new(cells, n.cfl)),
+        };
         Ok(FvRun {
             job,
             setup,
@@ -267,7 +294,7 @@ impl<'a> FvRun<'a> {
             files,
             interrupt,
             scratch: vec![[0.0; 5]; cells],
-            dt: vec![0.0; cells],
+            march,
         })
     }
 
@@ -333,15 +360,15 @@ impl<'a> FvRun<'a> {
         if !is_steady(case.numerics.scheme) || measured {
             return Ok(None);
         }
-        let rms = match &mut self.gpu {
-            Some(gpu) => {
+        let rms = match (&mut self.gpu, &mut self.march) {
+            (Some(gpu), _) => {
                 self.begun = true;
                 (gpu.begin_iteration(case.numerics.cfl)).map_err(Failure::runtime)?
             }
-            None => {
-                let (s, u) = (&mut self.setup.solver, &self.setup.state);
-                residual_rms(s, u, &mut self.scratch)
+            (None, March::Steady(iteration)) => {
+                iteration.measure(&mut self.setup.solver, &self.setup.state)
             }
+            (None, March::Unsteady(_)) => return Ok(None),
         };
         let peak = (self.sim.initial).get_or_insert_with(|| rms.to_vec());
         if rms[0] > peak[0] {
@@ -381,43 +408,26 @@ impl<'a> FvRun<'a> {
         self.interrupt.requested().then_some(FemStatus::Interrupted)
     }
 
-    /// One iteration of the case's scheme; an unsteady step adds its row.
+    /// One iteration of the case's scheme (a steady one from the residual measured before
+    /// it); an unsteady step adds its row.
     fn advance(&mut self) -> Result<(), Failure> {
         let n = &self.job.case.numerics;
-        let (s, u) = (&mut self.setup.solver, &mut self.setup.state);
-        // The drop is checked here, before each iteration: one iteration each call.
-        let once = (n.residual_drop, 1);
-        match n.scheme {
-            Scheme::RkLocal => match &mut self.gpu {
-                Some(gpu) => {
-                    if !self.begun {
-                        gpu.begin_iteration(n.cfl).map_err(Failure::runtime)?;
-                    }
-                    gpu.end_iteration(&FOUR_STAGE).map_err(Failure::runtime)?;
-                    self.begun = false;
-                }
-                None => {
-                    steady(s, u, n.cfl, &FOUR_STAGE, once);
-                }
-            },
-            Scheme::NewtonJacobi => {
-                let how = Implicit {
-                    cfl: n.cfl,
-                    sweeps: n.sweeps,
-                };
-                steady_implicit(s, u, how, once);
+        if let Some(gpu) = &mut self.gpu {
+            // `rk-local`, the only scheme `job` lets through to the GPU.
+            if !self.begun {
+                gpu.begin_iteration(n.cfl).map_err(Failure::runtime)?;
             }
-            Scheme::SspRk3 => {
+            gpu.end_iteration(&FOUR_STAGE).map_err(Failure::runtime)?;
+            self.begun = false;
+            return Ok(());
+        }
+        let (s, u) = (&mut self.setup.solver, &mut self.setup.state);
+        match &mut self.march {
+            March::Steady(iteration) => iteration.advance(s, u),
+            March::Unsteady(steps) => {
                 let t = self.time;
-                s.time_steps(u, t, n.cfl, &mut self.dt);
-                let smallest = self.dt.iter().copied().fold(f64::INFINITY, f64::min);
-                // The step `unsteady` takes from t, the last one landing on the end time.
-                let next = match n.end_time - t <= smallest {
-                    true => n.end_time,
-                    false => t + smallest,
-                };
                 self.scratch.copy_from_slice(u);
-                unsteady(s, u, (t, next), n.cfl);
+                let next = steps.step(s, u, t, n.end_time);
                 let step = next - t;
                 let mut row = vec![next, step];
                 row.extend(rms_rates(&self.scratch, u, step));
@@ -443,6 +453,7 @@ impl<'a> FvRun<'a> {
         };
         let c = self.setup.state.par_iter().position_first(bad)?;
         let u = self.setup.state[c];
+        let c = self.setup.solver.user_cell(c);
         let w = gas.prim(&u);
         let what = match u.iter().all(|x| x.is_finite()) {
             false => "not finite".to_string(),
@@ -455,9 +466,9 @@ impl<'a> FvRun<'a> {
     }
 
     /// The state after the last iteration as a checkpoint holds it: ρ, ρu, ρv, ρw, ρE per
-    /// cell.
+    /// cell, in the mesh's numbering.
     fn state_vars(&self) -> Vec<Vec<f64>> {
-        let u = &self.setup.state;
+        let u = &self.setup.solver.to_user(&self.setup.state);
         (0..STATE_VARS)
             .map(|k| u.iter().map(|u| u[k]).collect())
             .collect()
