@@ -724,7 +724,8 @@ pub const FV_KEYS: [KeyDoc; 45] = [
         "-",
         "`\"finite-volume\"`",
         "Cell-centred finite volumes for compressible flow on mixed meshes (Roe, MUSCL, \
-         least squares; seed 004); the CPU, f64",
+         least squares; seed 004); f64, on the CPU or with `--backend cuda` on a GPU \
+         (`rk-local` only)",
     ),
     key(
         "mesh.kind",

@@ -1,7 +1,7 @@
 // The finite volumes' device formulas: `__device__` twins of src/gas.rs, src/flux.rs,
 // src/face.rs and src/boundary.rs, term for term in the same order and association (builds
 // are f64 without fused multiply-adds and with IEEE division and square root, so every value
-// rounds as on the CPU; only `pow`, in the far-field and inflow ghosts, is the device's own).
+// rounds as on the CPU; only `pow`, for a gas other than air, is the device's own).
 #ifndef FERROFLOW_FV_CUH
 #define FERROFLOW_FV_CUH
 #include "prelude.cuh"
@@ -75,6 +75,39 @@ __device__ __forceinline__ void inviscid_flux(double gamma, const double* w, con
     f[2] = m * w[2] + w[4] * n[1];
     f[3] = m * w[3] + w[4] * n[2];
     f[4] = m * enthalpy(gamma, w);
+}
+
+// AIR_GAMMA: Gas::AIR's γ, whose isentropic powers need no `pow`.
+#define AIR_GAMMA 1.4
+
+// gas::seventh_root: x^{1/7} from a guess of the exponent bits and five Newton steps.
+__device__ __forceinline__ double seventh_root(double x) {
+    const long long one = 0x3ff0000000000000LL;
+    const long long bits = __double_as_longlong(x);
+    double z = __longlong_as_double((bits - one) / 7 + one);
+    for (int i = 0; i < 5; ++i) {
+        const double square = z * z;
+        z = (6.0 * z + x / (square * square * square)) / 7.0;
+    }
+    return z;
+}
+
+// Gas::isentropic_density_ratio: c_ratio^{2/(γ−1)}.
+__device__ __forceinline__ double isentropic_density_ratio(double gamma, double c_ratio) {
+    if (gamma == AIR_GAMMA) {
+        const double square = c_ratio * c_ratio;
+        return square * square * c_ratio;
+    }
+    return pow(c_ratio, 2.0 / (gamma - 1.0));
+}
+
+// Gas::isentropic_temperature_ratio: p_ratio^{(γ−1)/γ}.
+__device__ __forceinline__ double isentropic_temperature_ratio(double gamma, double p_ratio) {
+    if (gamma == AIR_GAMMA) {
+        const double root = seventh_root(p_ratio);
+        return root * root;
+    }
+    return pow(p_ratio, (gamma - 1.0) / gamma);
 }
 
 // Harten's entropy fix of a wave speed (src/flux.rs `roe`, `fix`).
@@ -160,8 +193,8 @@ __device__ __forceinline__ void far_field(double g, const double* inside, const 
     const double c = 0.25 * (g - 1.0) * (outgoing - incoming);
     const double* upstream = vn < 0.0 ? free : inside;
     const double vn_up = vn < 0.0 ? vf : vi;
-    const double entropy = upstream[4] / pow(upstream[0], g);
-    const double rho = pow(c * c / (g * entropy), 1.0 / (g - 1.0));
+    const double c_up = vn < 0.0 ? cf : ci;
+    const double rho = upstream[0] * isentropic_density_ratio(g, c / c_up);
     out[0] = rho;
     for (int k = 0; k < 3; ++k) out[k + 1] = upstream[k + 1] + (vn - vn_up) * n[k];
     out[4] = rho * c * c / g;
@@ -198,7 +231,7 @@ __device__ __forceinline__ void ghost(double g, const Patch& bc, const double* w
         const double p0 = bc.state[0], t0 = bc.state[1];
         // Capped at p0: a higher pressure would want the flow out through the inlet.
         const double p = fmin(w[4], p0);
-        const double t = t0 * pow(p / p0, (g - 1.0) / g);
+        const double t = t0 * isentropic_temperature_ratio(g, p / p0);
         const double speed = sqrt(2.0 * g / (g - 1.0) * (t0 - t));
         out[0] = p / t;
         for (int k = 0; k < 3; ++k) out[k + 1] = speed * bc.vector[k];
@@ -228,7 +261,8 @@ struct Viscosity {
 // Viscosity::at.
 __device__ __forceinline__ double viscosity_at(const Viscosity& v, double t) {
     if (v.law == CONSTANT_VISCOSITY) return v.mu;
-    return v.mu * pow(t / v.t_ref, 1.5) * (v.t_ref + v.s) / (t + v.s);
+    const double x = t / v.t_ref;
+    return v.mu * (x * sqrt(x)) * (v.t_ref + v.s) / (t + v.s);
 }
 
 // Viscous::spectral_radius.

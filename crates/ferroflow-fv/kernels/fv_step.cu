@@ -3,7 +3,8 @@
 // does, one thread per face for the face loops. The face fluxes are stored and gathered
 // (`fv_faces`, `fv_viscous`, `fv_gather`: the CPU's bits); `fv_faces_atomic` adds them to the cells with
 // atomics instead (faster where it is, not bitwise: the order of the additions is the
-// hardware's). Arrays are structures of arrays: component k of item i at [k * count + i].
+// hardware's), `fv_faces_coloured` in place, one colour of faces sharing no cell per launch
+// (not bitwise either: each cell adds its faces in the colours' order). Arrays are structures of arrays: component k of item i at [k * count + i].
 // The host (src/cuda/solver.rs) launches them in the CPU's order; FV_THREADS is the threads per
 // block of `fv_norm`.
 #include "fv.cuh"
@@ -34,7 +35,7 @@ struct Step {
     double* flux;                // 5 × faces, flux times area from left to right
     double* wave;                // faces: (|V·n| + c) A
     double* dt;                  // cells: the local time step
-    double* partials;            // a partial sum per block of fv_norm
+    double* partials;            // 5 partial sums per block of fv_norm
     double gamma, cfl, alpha;
     idx_t limiter;
     Viscosity viscosity;
@@ -161,6 +162,22 @@ extern "C" __global__ void fv_faces_atomic(const Step a) {
     }
 }
 
+// The face loop over one colour, faces order[begin, end) of which no two share a cell: each
+// adds its flux to its cells' residuals (zeroed before) in place.
+extern "C" __global__ void fv_faces_coloured(const Step a, const unsigned* order, idx_t begin,
+                                             idx_t end) {
+    const idx_t i = begin + item();
+    if (i >= end) return;
+    const idx_t f = order[i];
+    double out[5];
+    face_flux(a, f, out);
+    const idx_t l = a.left[f], rt = a.right[f];
+    for (int v = 0; v < 5; ++v) {
+        a.r[v * a.cells + l] += out[v];
+        if (f < a.internal) a.r[v * a.cells + rt] -= out[v];
+    }
+}
+
 // viscous::subtract_fluxes: each face's viscous flux times area taken from its stored flux.
 extern "C" __global__ void fv_viscous(const Step a) {
     const idx_t f = item();
@@ -266,15 +283,18 @@ extern "C" __global__ void fv_stage(const Step a, int first) {
     }
 }
 
-// Σ (R_ρ/Ω)² over each block's cells into `partials` (reduce_sums adds them up).
+// Σ (R_v/Ω)² of each variable v over each block's cells into partials[v × blocks + block]
+// (reduce_sums adds each variable's up).
 extern "C" __global__ void __launch_bounds__(FV_THREADS) fv_norm(const Step a) {
     __shared__ double scratch[FV_THREADS];
     const idx_t c = item();
-    double x = 0.0;
-    if (c < a.cells) {
-        const double q = a.r[c] / a.volume[c];
-        x = q * q;
+    for (int v = 0; v < 5; ++v) {
+        double x = 0.0;
+        if (c < a.cells) {
+            const double q = a.r[v * a.cells + c] / a.volume[c];
+            x = q * q;
+        }
+        const double total = block_sum(x, scratch, threadIdx.x, FV_THREADS);
+        if (threadIdx.x == 0) a.partials[v * gridDim.x + blockIdx.x] = total;
     }
-    const double total = block_sum(x, scratch, threadIdx.x, FV_THREADS);
-    if (threadIdx.x == 0) a.partials[blockIdx.x] = total;
 }

@@ -78,7 +78,7 @@ pub fn ghost(gas: Gas, bc: &Boundary, w: &Prim, n: Vec3, x: Vec3, t: f64) -> Pri
             let g = gas.gamma;
             // Capped at p0: a higher pressure would want the flow out through the inlet.
             let p = w[4].min(*p0);
-            let t = t0 * (p / p0).powf((g - 1.0) / g);
+            let t = t0 * gas.isentropic_temperature_ratio(p / p0);
             let speed = (2.0 * g / (g - 1.0) * (t0 - t)).sqrt();
             let v = direction.map(|d| speed * d);
             [p / t, v[0], v[1], v[2], p]
@@ -108,9 +108,13 @@ fn far_field(gas: Gas, inside: &Prim, free: &Prim, n: Vec3) -> Prim {
     let incoming = vf - 2.0 * cf / (g - 1.0);
     let vn = 0.5 * (out + incoming);
     let c = 0.25 * (g - 1.0) * (out - incoming);
-    let (upstream, vn_up) = if vn < 0.0 { (free, vf) } else { (inside, vi) };
-    let entropy = upstream[4] / upstream[0].powf(g);
-    let rho = (c * c / (g * entropy)).powf(1.0 / (g - 1.0));
+    let (upstream, vn_up, c_up) = if vn < 0.0 {
+        (free, vf, cf)
+    } else {
+        (inside, vi, ci)
+    };
+    // The upstream entropy p/ρ^γ kept: ρ = ρ_up (c/c_up)^{2/(γ−1)}.
+    let rho = upstream[0] * gas.isentropic_density_ratio(c / c_up);
     [
         rho,
         upstream[1] + (vn - vn_up) * n[0],

@@ -65,6 +65,33 @@ impl Gas {
         T::splat(self.gamma / (self.gamma - 1.0)) * w[4] / w[0] + T::splat(0.5) * dot(v, v)
     }
 
+    /// ρ/ρ_ref of two states on one isentrope whose speeds of sound are in the ratio
+    /// `c_ratio` = c/c_ref: c_ratio^{2/(γ−1)}. For air the fifth power, by multiplications.
+    #[inline]
+    pub fn isentropic_density_ratio(self, c_ratio: f64) -> f64 {
+        if self.gamma == Gas::AIR.gamma {
+            let square = c_ratio * c_ratio;
+            square * square * c_ratio
+        } else {
+            // Not bitwise the GPU's: its `pow` differs from libm's by up to 2 ulp.
+            c_ratio.powf(2.0 / (self.gamma - 1.0))
+        }
+    }
+
+    /// T/T_ref of two states on one isentrope whose pressures are in the ratio `p_ratio` =
+    /// p/p_ref (positive): p_ratio^{(γ−1)/γ}. For air the square of the seventh root, by
+    /// [`seventh_root`].
+    #[inline]
+    pub fn isentropic_temperature_ratio(self, p_ratio: f64) -> f64 {
+        if self.gamma == Gas::AIR.gamma {
+            let root = seventh_root(p_ratio);
+            root * root
+        } else {
+            // Not bitwise the GPU's: its `pow` differs from libm's by up to 2 ulp.
+            p_ratio.powf((self.gamma - 1.0) / self.gamma)
+        }
+    }
+
     /// The inviscid flux through a face of unit normal `n`, per unit area:
     /// (ρV_n, ρV_n V + p n, ρV_n H).
     #[inline]
@@ -101,6 +128,24 @@ impl Gas {
     }
 }
 
+/// x^{1/7} of a positive normal `x`, to within an ulp, by operations that round the same on
+/// every IEEE machine (libm's and CUDA's `pow` differ in their last bits): a first guess from
+/// the exponent bits (the bits are nearly an affine function of log₂ x, so a seventh of
+/// their distance from 1.0's is off by under 1 %), then Newton's z ← (6z + x/z⁶)/7, whose
+/// error e becomes about 3e²: 1e-2, 3e-4, 3e-7, 3e-13, then below rounding (a fifth step
+/// for margin).
+#[inline]
+pub fn seventh_root(x: f64) -> f64 {
+    const ONE: i64 = 0x3ff0_0000_0000_0000;
+    let bits = x.to_bits() as i64;
+    let mut z = f64::from_bits(((bits - ONE) / 7 + ONE) as u64);
+    for _ in 0..5 {
+        let square = z * z;
+        z = (6.0 * z + x / (square * square * square)) / 7.0;
+    }
+    z
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,6 +158,30 @@ mod tests {
             assert!((back[k] - w[k]).abs() < 1e-15, "{back:?}");
         }
         assert!((Gas::AIR.sound(&w) - (1.4f64 * 2.1 / 1.3).sqrt()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn isentropic_ratios_are_the_powers() {
+        let close = |a: f64, b: f64| (a - b).abs() <= 4.0 * f64::EPSILON * b.abs();
+        for i in 0..2000 {
+            let x = 1e-3 + (i as f64 + 0.37) * 1.7e-3;
+            assert!(close(seventh_root(x), x.powf(1.0 / 7.0)), "{x}");
+            let (air, other) = (Gas::AIR, Gas { gamma: 1.3 });
+            assert!(close(
+                air.isentropic_temperature_ratio(x),
+                x.powf(2.0 / 7.0)
+            ));
+            assert!(close(air.isentropic_density_ratio(x), x.powf(5.0)));
+            assert_eq!(
+                other.isentropic_temperature_ratio(x),
+                x.powf((1.3 - 1.0) / 1.3)
+            );
+            assert_eq!(other.isentropic_density_ratio(x), x.powf(2.0 / (1.3 - 1.0)));
+        }
+        // Far from 1, powf(1/7) is off by the rounding of 1/7 times ln x: exact roots there.
+        for root in [2f64.powi(-142), 1.0 / 3.0, 1.25, 3.0, 2f64.powi(143)] {
+            assert!(close(seventh_root(root.powi(7)), root), "{root}");
+        }
     }
 
     #[test]

@@ -50,7 +50,11 @@ impl Viscosity {
                 mu,
                 t: reference,
                 s,
-            } => mu * (t / reference).powf(1.5) * (reference + s) / (t + s),
+            } => {
+                // x^{3/2} as x √x: the GPU's `pow` would differ in the last bits.
+                let x = t / reference;
+                mu * (x * x.sqrt()) * (reference + s) / (t + s)
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `ferroflow run` and `ferroflow check` of a finite-volume case (`case.solver =
 //! "finite-volume"`): the compressible cell-centred solver of `ferroflow-fv` on the case's
-//! mixed mesh, on the CPU, with the finite-element runs' job, output directory, progress,
-//! signals and checkpoints ([`crate::mesh_run`]).
+//! mixed mesh, with the finite-element runs' job, output directory, progress, signals and
+//! checkpoints ([`crate::mesh_run`]).
 //!
 //! Steady schemes (`rk-local`, `newton-jacobi`) take one iteration at a time; before each,
 //! the RMS of R/Ω of every conservative variable is measured from the residual R(U^n) that
@@ -15,6 +15,13 @@
 //! patch, `summary.json`, `residuals.csv`, `run.log`, `case.resolved.toml`,
 //! `checkpoint.ffcp` (the conservative state per cell). The solver keeps the cells in the
 //! order of `numerics.renumber` (RCM by default); every file is in the mesh's numbering.
+//!
+//! With `--backend cuda` the `rk-local` iterations run on the GPU ([`CudaSolver`], the CPU's
+//! bits in f64): each iteration's residual, measured as it begins, gives the row, and the
+//! host reads only its five RMS values; the state comes back for snapshots, checkpoints and
+//! the results, whose surfaces are computed on the CPU. A state gone unphysical shows as a
+//! residual not finite one iteration later, or where the state is read back. The other
+//! schemes are refused.
 use crate::fv_output::{self, FvMeshSize, FvSummary, Surface};
 use crate::input::Override;
 use crate::mesh_job::MeshJob;
@@ -27,6 +34,8 @@ use crate::world::World;
 use crate::Failure;
 use ferroflow_cases::fem::{FemStatus, SolverKind};
 use ferroflow_cases::fv::{FvCase, FvSetup, Scheme};
+use ferroflow_core::BackendError;
+use ferroflow_fv::cuda::{CudaOptions, CudaSolver};
 use ferroflow_fv::gas::Cons;
 use ferroflow_fv::implicit::Implicit;
 use ferroflow_fv::time::{GlobalSteps, Method, SteadyIteration, FOUR_STAGE};
@@ -39,6 +48,22 @@ use std::time::Instant;
 
 /// A finite-volume run, checked.
 type FvJob = MeshJob<FvCase>;
+
+/// The job the arguments describe, with the checks only finite volumes need: the GPU runs
+/// the steady four-stage scheme only.
+fn job(args: RunArgs, world: &World) -> Result<FvJob, Failure> {
+    let job = FvJob::new(args, world)?;
+    let scheme = job.case.numerics.scheme;
+    if job.cuda && scheme != Scheme::RkLocal {
+        return Err(Failure::input(format!(
+            "{}: numerics.scheme = \"{}\" with --backend cuda: the GPU runs the steady \
+             four-stage scheme only (--set numerics.scheme=\"rk-local\", or --backend cpu)",
+            job.source.origin,
+            serde_name(&scheme)
+        )));
+    }
+    Ok(job)
+}
 
 /// Variables of a checkpoint: ρ, ρu, ρv, ρw, ρE of each cell.
 const STATE_VARS: usize = 5;
@@ -97,7 +122,7 @@ fn check_same_kind(restart: &Restart, case: &FvCase) -> Result<(), Failure> {
 /// `ferroflow run` of a finite-volume case.
 pub fn run(args: RunArgs) -> Result<(), Failure> {
     let world = World::alone();
-    let job = FvJob::new(args, &world)?;
+    let job = job(args, &world)?;
     in_pool(&job, |interrupt| FvRun::start(&job, interrupt)?.iterate())
 }
 
@@ -105,7 +130,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 /// solver set up (which checks the patches and the mesh), nothing stepped or written.
 pub fn check(args: RunArgs) -> Result<(), Failure> {
     let world = World::alone();
-    let job = FvJob::new(args, &world)?;
+    let job = job(args, &world)?;
     let mut setup = setup(&job)?;
     let case = &job.case;
     let counts = setup.mesh.cells.counts();
@@ -149,6 +174,9 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
         "stop: {stop}, at most {} iterations; smallest time step now {smallest:.4e}",
         n.max_iterations
     );
+    if job.cuda {
+        println!("cuda: the iterations on GPU 0 (the device is opened when the run starts)");
+    }
     job.print_check_end();
     Ok(())
 }
@@ -162,6 +190,11 @@ fn serde_name(value: &impl serde::Serialize) -> String {
 struct FvRun<'a> {
     job: &'a FvJob,
     setup: FvSetup,
+    /// The GPU copy of the solver and state that iterates, with `--backend cuda`; then
+    /// `setup.state` is the state last read back.
+    gpu: Option<CudaSolver>,
+    /// Whether the GPU's iteration from its state has begun (its residual measured).
+    begun: bool,
     sim: Simulation,
     /// Time reached (unsteady).
     time: f64,
@@ -186,6 +219,13 @@ impl<'a> FvRun<'a> {
     /// the mesh and the checkpoint are found valid.
     fn start(job: &'a FvJob, interrupt: Interrupt) -> Result<FvRun<'a>, Failure> {
         let setup = setup(job)?;
+        let gpu = (job.cuda)
+            .then(|| CudaSolver::new(&setup.solver, &setup.state, &CudaOptions::default()))
+            .transpose()
+            .map_err(|e| match e {
+                BackendError::NotSuitable { .. } => Failure::input(e.to_string()),
+                e => Failure::runtime(e),
+            })?;
         let n = &job.case.numerics;
         let steady = is_steady(n.scheme);
         let stop = StopCriteria {
@@ -212,7 +252,10 @@ impl<'a> FvRun<'a> {
             max_iterations: n.max_iterations,
             start_iteration: sim.iteration,
         };
-        let backend = format!("cpu, {} threads, finite volumes", job.threads);
+        let backend = match &gpu {
+            Some(gpu) => format!("cuda, {}, finite volumes", gpu.device_name()),
+            None => format!("cpu, {} threads, finite volumes", job.threads),
+        };
         let g = &setup.solver.geometry;
         let headline = format!(
             "{}: {} cells, {} faces, f64, {backend}, {}",
@@ -243,6 +286,8 @@ impl<'a> FvRun<'a> {
         Ok(FvRun {
             job,
             setup,
+            gpu,
+            begun: false,
             sim,
             time,
             wall_seconds,
@@ -259,47 +304,72 @@ impl<'a> FvRun<'a> {
         let (case, start) = (&self.job.case, Instant::now());
         let earlier = self.wall_seconds;
         let status = loop {
-            if let Some(why) = self.measure() {
+            if let Some(why) = self.measure()? {
                 return Err(self.fail_diverged(&why));
             }
             if let Some(status) = self.stopped() {
                 break status;
             }
-            self.advance();
+            self.advance()?;
             self.sim.iteration += 1;
             self.wall_seconds = earlier + start.elapsed().as_secs_f64();
-            if let Some(why) = self.unphysical() {
-                return Err(self.fail_diverged(&why));
-            }
             let step = self.sim.iteration;
             let o = &case.output;
-            if o.field_interval > 0 && step.is_multiple_of(o.field_interval) {
+            let snapshot = o.field_interval > 0 && step.is_multiple_of(o.field_interval);
+            let checkpoint =
+                o.checkpoint_interval > 0 && step.is_multiple_of(o.checkpoint_interval);
+            // The GPU's state is read back only where it is written.
+            if self.gpu.is_none() || snapshot || checkpoint {
+                self.fetch()?;
+                if let Some(why) = self.unphysical() {
+                    return Err(self.fail_diverged(&why));
+                }
+            }
+            if snapshot {
                 let setup = &self.setup;
                 let write = |path: &Path| fv_output::write_fields(setup, o.compress, path);
                 self.files.snapshot(step, write)?;
             }
-            if o.checkpoint_interval > 0 && step.is_multiple_of(o.checkpoint_interval) {
+            if checkpoint {
                 self.checkpoint()?;
             }
         };
+        self.fetch()?;
+        if let Some(why) = self.unphysical() {
+            return Err(self.fail_diverged(&why));
+        }
         self.finish(status)
+    }
+
+    /// With the GPU, reads its state back into `setup.state`.
+    fn fetch(&mut self) -> Result<(), Failure> {
+        if let Some(gpu) = &self.gpu {
+            self.setup.state = gpu.state().map_err(Failure::runtime)?;
+        }
+        Ok(())
     }
 
     /// Steady: the residual of the state reached, its row and its progress, unless the
     /// history has it (a restart's checkpoint); the residuals where the density's was
     /// largest are the simulation's normalisers. Why the run diverged, if the residual is
-    /// not finite.
-    fn measure(&mut self) -> Option<String> {
+    /// not finite. On the GPU the measure begins the iteration.
+    fn measure(&mut self) -> Result<Option<String>, Failure> {
         let case = &self.job.case;
         let at = self.sim.iteration;
         let measured = self.sim.history.last().is_some_and(|r| r.iteration == at);
         if !is_steady(case.numerics.scheme) || measured {
-            return None;
+            return Ok(None);
         }
-        let March::Steady(iteration) = &mut self.march else {
-            return None;
+        let rms = match (&mut self.gpu, &mut self.march) {
+            (Some(gpu), _) => {
+                self.begun = true;
+                (gpu.begin_iteration(case.numerics.cfl)).map_err(Failure::runtime)?
+            }
+            (None, March::Steady(iteration)) => {
+                iteration.measure(&mut self.setup.solver, &self.setup.state)
+            }
+            (None, March::Unsteady(_)) => return Ok(None),
         };
-        let rms = iteration.measure(&mut self.setup.solver, &self.setup.state);
         let peak = (self.sim.initial).get_or_insert_with(|| rms.to_vec());
         if rms[0] > peak[0] {
             *peak = rms.to_vec();
@@ -312,8 +382,8 @@ impl<'a> FvRun<'a> {
             relative: row,
         });
         self.files.report.update(at, &[drop]);
-        (rms.iter().any(|x| !x.is_finite()))
-            .then(|| format!("diverged at iteration {at}: the residual is not finite"))
+        Ok((rms.iter().any(|x| !x.is_finite()))
+            .then(|| format!("diverged at iteration {at}: the residual is not finite")))
     }
 
     /// Why the run stops before its next iteration, if it does.
@@ -340,8 +410,17 @@ impl<'a> FvRun<'a> {
 
     /// One iteration of the case's scheme (a steady one from the residual measured before
     /// it); an unsteady step adds its row.
-    fn advance(&mut self) {
+    fn advance(&mut self) -> Result<(), Failure> {
         let n = &self.job.case.numerics;
+        if let Some(gpu) = &mut self.gpu {
+            // `rk-local`, the only scheme `job` lets through to the GPU.
+            if !self.begun {
+                gpu.begin_iteration(n.cfl).map_err(Failure::runtime)?;
+            }
+            gpu.end_iteration(&FOUR_STAGE).map_err(Failure::runtime)?;
+            self.begun = false;
+            return Ok(());
+        }
         let (s, u) = (&mut self.setup.solver, &mut self.setup.state);
         match &mut self.march {
             March::Steady(iteration) => iteration.advance(s, u),
@@ -361,6 +440,7 @@ impl<'a> FvRun<'a> {
                 });
             }
         }
+        Ok(())
     }
 
     /// Why the state reached is not usable, if it is not: the first cell with a value not
@@ -419,7 +499,11 @@ impl<'a> FvRun<'a> {
                 boundary_faces: g.faces() - g.internal,
             },
             precision: "f64".into(),
-            backend: "cpu".into(),
+            backend: match self.gpu {
+                Some(_) => "cuda",
+                None => "cpu",
+            }
+            .into(),
             threads: self.job.threads,
             steps: self.sim.iteration,
             time: (!steady).then_some(self.time),
@@ -465,7 +549,11 @@ impl<'a> FvRun<'a> {
     }
 
     /// Ends a run whose state diverged (see [`MeshOutput::diverged`]).
-    fn fail_diverged(self, why: &str) -> Failure {
+    fn fail_diverged(mut self, why: &str) -> Failure {
+        // The summary's totals are of the state reached.
+        if let Err(e) = self.fetch() {
+            return e;
+        }
         let record = self.write_record(&self.files.out, FemStatus::Diverged, &[]);
         self.files.diverged(self.job, why, record.map(drop))
     }

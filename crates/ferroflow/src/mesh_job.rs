@@ -20,8 +20,6 @@ use std::time::Instant;
 pub trait MeshCase: Clone + Sized {
     /// The solver, as messages name it.
     const SOLVER: &'static str;
-    /// Whether the solver runs on CUDA GPUs too.
-    const CUDA: bool;
     /// Parses the case; errors name the origin, the line and the key.
     fn from_toml(text: &str, origin: &str) -> Result<Self, CaseError>;
     /// The resolved case as TOML.
@@ -36,7 +34,6 @@ pub trait MeshCase: Clone + Sized {
 
 impl MeshCase for FemCase {
     const SOLVER: &'static str = "the finite-element solver";
-    const CUDA: bool = true;
     fn from_toml(text: &str, origin: &str) -> Result<Self, CaseError> {
         FemCase::from_toml(text, origin)
     }
@@ -56,7 +53,6 @@ impl MeshCase for FemCase {
 
 impl MeshCase for FvCase {
     const SOLVER: &'static str = "the finite-volume solver";
-    const CUDA: bool = false;
     fn from_toml(text: &str, origin: &str) -> Result<Self, CaseError> {
         FvCase::from_toml(text, origin)
     }
@@ -126,12 +122,6 @@ impl<C: MeshCase> MeshJob<C> {
     pub fn new(args: RunArgs, world: &World) -> Result<MeshJob<C>, Failure> {
         let started = Instant::now();
         let cuda = args.backend == Some(BackendKind::Cuda);
-        if cuda && !C::CUDA {
-            return Err(Failure::input(format!(
-                "--backend cuda: {} runs on the CPU",
-                C::SOLVER
-            )));
-        }
         if !args.blocks.is_empty() {
             return Err(Failure::input(format!(
                 "--blocks: a case of {} runs as one piece",

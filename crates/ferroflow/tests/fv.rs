@@ -2,7 +2,8 @@
 //! checked; the files of a shock tube's run and its density against the exact solution; the
 //! bitwise restart of an unsteady and a steady run; the same bits on 1 and 2 threads in
 //! viscous flow; divergence, Ctrl-C, and input errors that name the key, the value or the
-//! file.
+//! file; with a GPU, `--backend cuda` runs that write the CPU run's bytes, continue, stop on
+//! Ctrl-C and diverge as the CPU's do.
 use std::fs;
 use std::path::Path;
 use tempfile::TempDir;
@@ -364,13 +365,30 @@ fn ctrl_c_writes_a_checkpoint_and_exits_130() {
 fn bad_run_arguments_exit_2_naming_the_key_or_option() {
     let tmp = TempDir::new().unwrap();
     let dir = tmp.path();
-    let expect: [(&[&str], &[&str]); 3] = [
+    let expect: [(&[&str], &[&str]); 4] = [
         (&["--set", "numerics.cfl=-1"], &["numerics.cfl", "-1"]),
         (
             &["--set", "numerics.cfll=2"],
             &["numerics.cfll", "unknown field"],
         ),
-        (&["--backend", "cuda"], &["--backend cuda", "CPU"]),
+        // Refused before a GPU is looked for: sod-fv is unsteady.
+        (
+            &["--backend", "cuda"],
+            &[
+                "numerics.scheme = \"ssp-rk3\"",
+                "--backend cuda",
+                "rk-local",
+            ],
+        ),
+        (
+            &[
+                "--backend",
+                "cuda",
+                "--set",
+                "numerics.scheme=\"newton-jacobi\"",
+            ],
+            &["numerics.scheme = \"newton-jacobi\"", "--backend cuda"],
+        ),
     ];
     for (args, words) in expect {
         let (code, err) = stderr_of(ferroflow(dir).args(["run", "sod-fv"]).args(args));
@@ -380,6 +398,117 @@ fn bad_run_arguments_exit_2_naming_the_key_or_option() {
         }
     }
     assert!(!dir.join("ferroflow-out").exists());
+}
+
+/// A small bump by the steady four-stage scheme (unlimited MUSCL at CFL 3), with snapshots.
+const BUMP_RK: [&str; 9] = [
+    "bump-fv",
+    "--set",
+    "mesh.cells=[24,1,1]",
+    "--set",
+    "numerics.scheme=\"rk-local\"",
+    "--set",
+    "numerics.cfl=3",
+    "--set",
+    "output.field_interval=20",
+];
+
+/// The GPU's iterations are the CPU's bit for bit: its fields, snapshots and surface table
+/// are the CPU run's bytes, whole and continued from a checkpoint of the GPU's; its
+/// residuals, summed in another order, agree to rounding.
+#[test]
+#[ignore = "needs a GPU: run with --ignored"]
+fn a_gpu_run_writes_the_cpu_runs_bytes() {
+    let tmp = TempDir::new().unwrap();
+    let dir = tmp.path();
+    let at = |n: usize| format!("numerics.max_iterations={n}");
+    let cuda = ["--backend", "cuda"];
+    run(
+        dir,
+        &[&BUMP_RK[..], &["--out", "cpu", "--set", &at(60)]].concat(),
+    );
+    run(
+        dir,
+        &[&BUMP_RK[..], &cuda, &["--out", "gpu", "--set", &at(60)]].concat(),
+    );
+    run(
+        dir,
+        &[&BUMP_RK[..], &cuda, &["--out", "halves", "--set", &at(30)]].concat(),
+    );
+    run(
+        dir,
+        &[&cuda[..], &["--restart", "halves", "--set", &at(60)]].concat(),
+    );
+    let files = [
+        "fields.vtu",
+        "fields_00000020.vtu",
+        "fields_00000040.vtu",
+        "fields_00000060.vtu",
+        "surface_ymin.csv",
+    ];
+    let residuals = |out: &str| {
+        let csv = fs::read_to_string(dir.join(out).join("residuals.csv")).unwrap();
+        let rows: Vec<Vec<f64>> = (csv.lines().skip(1))
+            .map(|l| l.split(',').skip(1).map(|x| x.parse().unwrap()).collect())
+            .collect();
+        rows
+    };
+    let want = residuals("cpu");
+    assert_eq!(want.len(), 61);
+    for out in ["gpu", "halves"] {
+        let s = summary(&dir.join(out));
+        assert_eq!(
+            (s["backend"].as_str(), s["steps"].as_u64()),
+            (Some("cuda"), Some(60))
+        );
+        assert_same_files(&dir.join("cpu"), &dir.join(out), files);
+        let got = residuals(out);
+        assert_eq!(got.len(), want.len(), "{out}");
+        for (g, w) in got.iter().flatten().zip(want.iter().flatten()) {
+            assert!((g - w).abs() <= 1e-12 * w.abs(), "{out}: {g} against {w}");
+        }
+    }
+}
+
+/// On the GPU, Ctrl-C writes a checkpoint and exits 130, and steps far above the stable one
+/// exit 3 with the earlier results kept.
+#[test]
+#[ignore = "needs a GPU: run with --ignored"]
+fn a_gpu_run_stops_on_ctrl_c_and_on_divergence() {
+    let tmp = TempDir::new().unwrap();
+    let far = [
+        &BUMP_RK[1..],
+        &[
+            "--backend",
+            "cuda",
+            "--set",
+            "numerics.max_iterations=1000000",
+        ],
+    ];
+    interrupt_and_continue(
+        tmp.path(),
+        "bump-fv",
+        &far.concat(),
+        "numerics.max_iterations",
+    );
+    let out = tmp.path().join("diverging");
+    let limit = ["--set", "numerics.max_iterations=5", "--out", "diverging"];
+    run(
+        tmp.path(),
+        &[&BUMP_RK[..], &["--backend", "cuda"], &limit].concat(),
+    );
+    let unstable = [
+        "--backend",
+        "cuda",
+        "--set",
+        "numerics.cfl=100",
+        "--out",
+        "diverging",
+    ];
+    let cmd = &mut ferroflow(tmp.path());
+    let args = [&["run", "-q"][..], &BUMP_RK, &unstable].concat();
+    assert_diverges(cmd.args(args), &out, "diverged at iteration");
+    assert_eq!(summary(&out)["steps"], 5);
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The GPU's loops timed one at a time with CUDA events, for `ferroflow bench --fv-cuda`: the
-//! cell loops before the face loop, the face loop with stored fluxes or with atomics, the
-//! gather, one residual, one whole steady iteration. Their traffic is
+//! cell loops before the face loop, the face loop with stored fluxes, with atomics or in
+//! colours, the gather, one residual, one whole steady iteration. Their traffic is
 //! [`crate::bench::counts`]'s model.
 use super::solver::{CudaSolver, FaceLoop};
 use ferroflow_core::BackendError;
@@ -15,6 +15,8 @@ pub struct CudaTimes {
     pub faces: f64,
     /// The face loop with atomics (the residual zeroed, then the fluxes added).
     pub faces_atomic: f64,
+    /// The face loop in colours (the residual zeroed, then each colour's fluxes added).
+    pub faces_coloured: f64,
     /// The gather of the stored fluxes.
     pub gather: f64,
     /// One residual: the three above in a row, fluxes stored.
@@ -23,8 +25,10 @@ pub struct CudaTimes {
     pub iteration: f64,
 }
 
-/// The loops of `s` timed: each the median of `repeats` runs after one untimed; the
-/// iteration's at the Courant number `cfl` with the coefficients `stages` (the state moves).
+/// The loops of `s` (set up with [`FaceLoop::Coloured`], for its colours) timed: each the
+/// median of `repeats` runs after one untimed; the residual and the iteration with stored
+/// fluxes, the iteration at the Courant number `cfl` with the coefficients `stages` (the
+/// state moves).
 pub fn time(
     s: &mut CudaSolver,
     cfl: f64,
@@ -49,6 +53,8 @@ pub fn time(
     let faces = timed(s, &|s| s.faces_stored())?;
     let gather = timed(s, &|s| s.gather())?;
     let faces_atomic = timed(s, &|s| s.face_loop(FaceLoop::Atomic))?;
+    let faces_coloured = timed(s, &|s| s.face_loop(FaceLoop::Coloured))?;
+    s.set_face_loop(FaceLoop::Stored);
     let residual = timed(s, &|s| {
         s.primitives()?;
         s.gradients()?;
@@ -59,6 +65,7 @@ pub fn time(
         prepare,
         faces,
         faces_atomic,
+        faces_coloured,
         gather,
         residual,
         iteration,

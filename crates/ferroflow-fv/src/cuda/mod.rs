@@ -15,12 +15,14 @@
 //!   is the CPU's bit for bit. [`FaceLoop::Atomic`] adds each flux to its two cells with
 //!   atomics instead, for the speed comparison (inviscid only); its sums' order is the
 //!   hardware's.
-//! - Two exceptions: `pow` (far-field and inflow ghosts, Sutherland's law) is the device's,
-//!   within 2 ulp of the CPU's libm, so cases with those agree to rounding, not bitwise; and
-//!   the density residual's norm is summed per thread block in a fixed tree order, then the
-//!   blocks' sums in a fixed order (`ferroflow_cuda::ReduceKernel`), while the CPU adds the
-//!   cells in turn: the norms agree to rounding (the stopping test may therefore, at the
-//!   threshold itself, fall one iteration apart).
+//! - Two exceptions: for a gas other than air (γ ≠ 1.4), the far-field and inflow ghosts'
+//!   isentropic powers are the device's `pow`, within 2 ulp of the CPU's libm, so such cases
+//!   agree to rounding, not bitwise (air's are multiplications, a square root and
+//!   [`crate::gas::seventh_root`], the same operations on both); and the residual's norms
+//!   are summed per thread block in a fixed tree order, then the blocks' sums in a fixed
+//!   order (`ferroflow_cuda::ReduceKernel`), while the CPU adds the cells in turn: the norms
+//!   agree to rounding (the stopping test may therefore, at the threshold itself, fall one
+//!   iteration apart).
 //!
 //! [`crate::Boundary::Exact`] (a host function) stays on the CPU: [`CudaSolver::new`] refuses
 //! it.

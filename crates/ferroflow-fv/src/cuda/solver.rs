@@ -9,6 +9,8 @@ use ferroflow_core::BackendError;
 use ferroflow_cuda::cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
 use ferroflow_cuda::cudarc::nvrtc::Ptx;
 use ferroflow_cuda::{address, grid, Check, Device, ReduceKernel};
+use ferroflow_mesh::colour::greedy;
+use std::ops::Range;
 
 /// How the face loop's fluxes reach the cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +19,17 @@ pub enum FaceLoop {
     Stored,
     /// Added to both cells with atomics as they are computed: not bitwise.
     Atomic,
+    /// Faces in colours that share no cell, each colour's fluxes added to their cells in
+    /// place, one launch per colour: not bitwise (each cell's sum is in the colours' order).
+    Coloured,
+}
+
+/// The faces grouped by [`FaceLoop::Coloured`]'s colours.
+struct Colours {
+    /// The faces, colour after colour, ascending within each.
+    faces: CudaSlice<u32>,
+    /// Each colour's range in `faces`.
+    ranges: Vec<Range<usize>>,
 }
 
 /// Where the solver runs and how it launches.
@@ -47,6 +60,7 @@ struct Kernels {
     gradients: CudaFunction,
     faces: CudaFunction,
     faces_atomic: CudaFunction,
+    faces_coloured: CudaFunction,
     viscous: CudaFunction,
     gather: CudaFunction,
     waves: CudaFunction,
@@ -66,8 +80,10 @@ pub struct CudaSolver {
     reals: Vec<CudaSlice<f64>>,
     _indices: Vec<CudaSlice<u32>>,
     _patches: CudaSlice<PatchArgs>,
-    /// The density residual's Σ (R/Ω)², one value.
+    /// Σ (R/Ω)² of each conservative variable.
     norm: CudaSlice<f64>,
+    /// With [`FaceLoop::Coloured`].
+    colours: Option<Colours>,
     cells: usize,
     faces: usize,
     viscous: bool,
@@ -83,12 +99,18 @@ fn transposed<const K: usize>(values: &[[f64; K]]) -> Vec<f64> {
 impl CudaSolver {
     /// `solver`'s mesh, gas, limiter and conditions on the GPU `options.device`, with the
     /// state `u`; an error says why there is none, what does not fit, or what the GPU lacks
-    /// (exact-solution boundaries, viscous fluxes with atomics).
+    /// (exact-solution boundaries, viscous fluxes added to the cells as computed).
     pub fn new(solver: &Solver, u: &[Cons], options: &CudaOptions) -> Result<Self, BackendError> {
-        if solver.viscous.is_some() && options.face_loop == FaceLoop::Atomic {
+        if solver.viscous.is_some() && options.face_loop != FaceLoop::Stored {
             return Err(BackendError::NotSuitable {
                 backend: "cuda",
-                what: "viscous fluxes with the atomic face loop (store the fluxes)".into(),
+                what: format!(
+                    "viscous fluxes with the {} face loop (store the fluxes)",
+                    match options.face_loop {
+                        FaceLoop::Coloured => "coloured",
+                        _ => "atomic",
+                    }
+                ),
             });
         }
         let patches = (solver.boundaries.iter())
@@ -122,6 +144,7 @@ impl CudaSolver {
             gradients: f("fv_gradients")?,
             faces: f("fv_faces")?,
             faces_atomic: f("fv_faces_atomic")?,
+            faces_coloured: f("fv_faces_coloured")?,
             viscous: f("fv_viscous")?,
             gather: f("fv_gather")?,
             waves: f("fv_waves")?,
@@ -149,7 +172,7 @@ impl CudaSolver {
             zeros(5 * faces)?,
             zeros(faces)?,
             zeros(cells)?,
-            zeros(cells.div_ceil(NORM_THREADS as usize))?,
+            zeros(5 * cells.div_ceil(NORM_THREADS as usize))?,
         ];
         let indices = vec![
             ints(&g.left)?,
@@ -195,7 +218,23 @@ impl CudaSolver {
             limiter: limiter_code(solver.limiter),
             viscosity: ViscousArgs::new(solver.viscous),
         };
-        let norm = zeros(1)?;
+        let norm = zeros(5)?;
+        let colours = match options.face_loop {
+            FaceLoop::Coloured => {
+                let internal = g.internal;
+                let colouring = greedy(faces, cells, |f| {
+                    [g.left[f], if f < internal { g.right[f] } else { g.left[f] }]
+                });
+                let (mut order, mut ranges) = (Vec::with_capacity(faces), Vec::new());
+                for group in colouring.groups() {
+                    ranges.push(order.len()..order.len() + group.len());
+                    order.extend(group);
+                }
+                let faces = ints(&order)?;
+                Some(Colours { faces, ranges })
+            }
+            FaceLoop::Stored | FaceLoop::Atomic => None,
+        };
         Ok(CudaSolver {
             reduce: ReduceKernel::new(&device)?,
             kernels,
@@ -205,6 +244,7 @@ impl CudaSolver {
             _indices: indices,
             _patches: patches,
             norm,
+            colours,
             cells,
             faces,
             viscous: solver.viscous.is_some(),
@@ -225,6 +265,12 @@ impl CudaSolver {
     /// Launches the cell and face loops with `threads` threads per block from now on.
     pub fn set_threads(&mut self, threads: u32) {
         self.options.threads = threads;
+    }
+
+    /// Iterates with the face loop `how` from now on ([`FaceLoop::Coloured`] only if the
+    /// solver was set up with it: its colours stay).
+    pub fn set_face_loop(&mut self, how: FaceLoop) {
+        self.options.face_loop = how;
     }
 
     /// Replaces the state.
@@ -251,11 +297,11 @@ impl CudaSolver {
             .collect())
     }
 
-    /// R(u) of the state (as [`Solver::residual`] at t = 0), by the options' face loop.
-    pub fn residual(&mut self) -> Result<Vec<Cons>, BackendError> {
+    /// R(u) of the state (as [`Solver::residual`] at t = 0), by the face loop `how`.
+    pub fn residual(&mut self, how: FaceLoop) -> Result<Vec<Cons>, BackendError> {
         self.primitives()?;
         self.gradients()?;
-        self.face_loop(self.options.face_loop)?;
+        self.face_loop(how)?;
         self.cells_of(2, "downloading the residual")
     }
 
@@ -299,7 +345,29 @@ impl CudaSolver {
                 let k = &self.kernels.faces_atomic;
                 self.launch(k, self.faces, "launching fv_faces_atomic")
             }
+            FaceLoop::Coloured => self.faces_coloured(),
         }
+    }
+
+    /// The face loop colour by colour, adding into the zeroed residual.
+    fn faces_coloured(&mut self) -> Result<(), BackendError> {
+        let Some(colours) = &self.colours else {
+            return Err(BackendError::NotSuitable {
+                backend: "cuda",
+                what: "the coloured face loop of a solver set up without colours".into(),
+            });
+        };
+        let stream = &self.device.stream;
+        (stream.memset_zeros(&mut self.reals[2])).check("zeroing the residual")?;
+        for range in &colours.ranges {
+            let (begin, end) = (range.start as i64, range.end as i64);
+            let mut l = stream.launch_builder(&self.kernels.faces_coloured);
+            l.arg(&self.args).arg(&colours.faces).arg(&begin).arg(&end);
+            // SAFETY: fv_faces_coloured takes `Step`, the coloured faces and a range of them.
+            unsafe { l.launch(grid(range.len(), self.options.threads)) }
+                .check("launching fv_faces_coloured")?;
+        }
+        Ok(())
     }
 
     /// The face loop, fluxes stored; in viscous flow the viscous fluxes taken from them.
@@ -327,7 +395,7 @@ impl CudaSolver {
         )
     }
 
-    /// Σ (R_ρ/Ω)² into `norm`.
+    /// Σ (R/Ω)² of each variable into `norm`.
     fn norm(&self) -> Result<(), BackendError> {
         let mut l = self.device.stream.launch_builder(&self.kernels.norm);
         l.arg(&self.args);
@@ -335,7 +403,15 @@ impl CudaSolver {
         unsafe { l.launch(grid(self.cells, NORM_THREADS)) }.check("launching fv_norm")?;
         let blocks = self.cells.div_ceil(NORM_THREADS as usize) as i64;
         let norm = address(&self.norm, &self.device.stream);
-        (self.reduce).launch(&self.device.stream, self.args.partials, blocks, norm, 1)
+        (self.reduce).launch(&self.device.stream, self.args.partials, blocks, norm, 5)
+    }
+
+    /// The RMS over the cells of each component of R/Ω from `norm`: five numbers copied.
+    fn read_rms(&self) -> Result<[f64; 5], BackendError> {
+        let stream = &self.device.stream;
+        let sum = stream.clone_dtoh(&self.norm).check("reading the norm")?;
+        stream.synchronize().check("reading the norm")?;
+        Ok(std::array::from_fn(|k| (sum[k] / self.cells as f64).sqrt()))
     }
 
     /// Stage `k` of the coefficient `alpha`: U = U0 − α Δt/Ω R.
@@ -371,6 +447,21 @@ impl CudaSolver {
         Ok(())
     }
 
+    /// Begins an iteration of [`Self::steady`] at CFL `cfl`: the local time steps and the
+    /// residual R of the state. The RMS over the cells of each component of R/Ω, as
+    /// [`crate::time::residual_rms`] measures it but summed in another order (see the
+    /// module's notes): the only numbers the host reads.
+    pub fn begin_iteration(&mut self, cfl: f64) -> Result<[f64; 5], BackendError> {
+        self.start_iteration(cfl)?;
+        self.read_rms()
+    }
+
+    /// Ends the iteration begun by [`Self::begin_iteration`]: the stages of coefficients
+    /// `stages`, queued (the next read waits for them).
+    pub fn end_iteration(&mut self, stages: &[f64]) -> Result<(), BackendError> {
+        self.finish_iteration(stages)
+    }
+
     /// `iterations` iterations of [`Self::steady`] without its convergence test (the norm is
     /// computed, not read): for timing. Waits for them.
     pub fn iterate(
@@ -402,10 +493,7 @@ impl CudaSolver {
         let mut first = None;
         while out.iterations < max {
             self.start_iteration(cfl)?;
-            let stream = &self.device.stream;
-            let sum = stream.clone_dtoh(&self.norm).check("reading the norm")?;
-            stream.synchronize().check("reading the norm")?;
-            let rms = (sum[0] / self.cells as f64).sqrt();
+            let rms = self.read_rms()?[0];
             let first = *first.get_or_insert(rms);
             out.history.push(rms / first);
             if rms <= drop * first {
