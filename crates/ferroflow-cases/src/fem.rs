@@ -472,7 +472,10 @@ impl FemCase {
                 )
             }
             FemMeshKind::Gmsh | FemMeshKind::Su2 if self.mesh.file.is_empty() => {
-                return bad("mesh.file", "missing: mesh.kind = \"gmsh\" or \"su2\" reads it".into())
+                return bad(
+                    "mesh.file",
+                    "missing: mesh.kind = \"gmsh\" or \"su2\" reads it".into(),
+                )
             }
             _ => {}
         }

@@ -31,15 +31,24 @@ pub struct Mirror {
 /// Side edges are ordered by `mirror` or, without one, by their lower node's number.
 ///
 /// Errors: a cell other than a tetrahedron or prism; a quadrilateral face that is no prism's
-/// side; a prism whose tetrahedra are not all of positive volume.
+/// side; a prism whose side edges the mirror cannot order; a prism whose tetrahedra are not all
+/// of positive volume.
 pub fn split_prisms(mesh: &Mesh, mirror: Option<Mirror>) -> Result<Mesh, MeshError> {
     let bad = |what: String| Err(MeshError::Invalid(what));
     let x = &mesh.nodes;
+    // Coordinates within a millionth of the two nodes' distance count as equal: a mesher's
+    // mirror images agree to rounding only (Gmsh's to 4e-10 m), and a tie broken by rounding
+    // would cut one image unlike the other.
     let order = |a: NodeId, b: NodeId| -> Ordering {
         let (p, q) = (x[a as usize], x[b as usize]);
+        let tolerance = 1e-6 * topology::norm(topology::sub(p, q));
+        let compare = |u: f64, v: f64| match u - v {
+            d if d < -tolerance => Ordering::Less,
+            d if d > tolerance => Ordering::Greater,
+            _ => Ordering::Equal,
+        };
         let by_mirror = mirror.map_or(Ordering::Equal, |m| {
-            let d = |p: [f64; 3]| (p[1] - m.y).abs();
-            d(p).total_cmp(&d(q)).then(p[0].total_cmp(&q[0]))
+            compare((p[1] - m.y).abs(), (q[1] - m.y).abs()).then(compare(p[0], q[0]))
         });
         by_mirror.then(a.cmp(&b))
     };
@@ -57,6 +66,17 @@ pub fn split_prisms(mesh: &Mesh, mirror: Option<Mirror>) -> Result<Mesh, MeshErr
                 };
                 let mut side = [0, 1, 2];
                 side.sort_by(|&i, &j| order(lower[i], lower[j]));
+                let [i, j, k] = side.map(|i| lower[i]);
+                // Ties within the tolerance could chain into a cycle, which no cut follows.
+                if [(i, j), (j, k), (i, k)]
+                    .iter()
+                    .any(|&(u, v)| order(u, v) != Ordering::Less)
+                {
+                    return bad(format!(
+                        "prism {c} (nodes {ns:?}): its side edges have no order by the mirror \
+                         (ties within the tolerance form a cycle)"
+                    ));
+                }
                 let above = mirror.is_some_and(|m| z(ns) / 6.0 > m.z);
                 if above {
                     side.reverse();
@@ -67,7 +87,8 @@ pub fn split_prisms(mesh: &Mesh, mirror: Option<Mirror>) -> Result<Mesh, MeshErr
                     cuts.insert((u.min(v), u.max(v)));
                 }
                 for mut tet in [[b0, b1, b2, t2], [b0, b1, t1, t2], [b0, t0, t1, t2]] {
-                    let volume = topology::cell_geometry(Kind::Tet4, &topology::points(mesh, &tet)).0;
+                    let volume =
+                        topology::cell_geometry(Kind::Tet4, &topology::points(mesh, &tet)).0;
                     if volume < 0.0 {
                         tet.swap(1, 2);
                     }
@@ -144,7 +165,11 @@ mod tests {
             for (i, j) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
                 // Counter-clockwise triangles; the diagonal leans toward y = 1.
                 let [a, b, c, d] = [(i, j), (i + 1, j), (i + 1, j + 1), (i, j + 1)];
-                let tris = if j == 0 { [[a, b, d], [b, c, d]] } else { [[a, b, c], [a, c, d]] };
+                let tris = if j == 0 {
+                    [[a, b, d], [b, c, d]]
+                } else {
+                    [[a, b, c], [a, c, d]]
+                };
                 for [p, q, r] in tris {
                     let [p, q, r] = [p, q, r].map(|(i, j)| at(i, j, k));
                     let up = |n: NodeId| n + 9;
@@ -152,7 +177,14 @@ mod tests {
                 }
             }
         }
-        let shell = Mesh::new(3, nodes, cells, Elements::with_capacity(0, 0), vec![], vec![]);
+        let shell = Mesh::new(
+            3,
+            nodes,
+            cells,
+            Elements::with_capacity(0, 0),
+            vec![],
+            vec![],
+        );
         let shell = shell.unwrap();
         let faces = topology::faces(&shell).unwrap();
         let mut boundary = Elements::with_capacity(0, 0);
@@ -167,19 +199,25 @@ mod tests {
 
     /// How many of `mesh`'s tetrahedra have no tetrahedron at their image under `image`.
     fn without_image(mesh: &Mesh, image: impl Fn([f64; 3]) -> [f64; 3]) -> usize {
-        let at = |p: [f64; 3]| mesh.nodes.iter().position(|&q| q == p).unwrap() as NodeId;
+        let at = |p: [f64; 3]| {
+            let close = |q: &[f64; 3]| topology::norm(topology::sub(*q, p)) < 1e-9;
+            mesh.nodes.iter().position(close).unwrap() as NodeId
+        };
         let sorted = |mut ns: Vec<NodeId>| {
             ns.sort();
             ns
         };
-        let tets: HashSet<Vec<NodeId>> =
-            (mesh.cells.iter()).map(|(_, ns)| sorted(ns.to_vec())).collect();
+        let tets: HashSet<Vec<NodeId>> = (mesh.cells.iter())
+            .map(|(_, ns)| sorted(ns.to_vec()))
+            .collect();
         let imaged = |t: &Vec<NodeId>| -> Vec<NodeId> {
-            sorted(t.iter().map(|&n| at(image(mesh.nodes[n as usize]))).collect())
+            sorted(
+                t.iter()
+                    .map(|&n| at(image(mesh.nodes[n as usize])))
+                    .collect(),
+            )
         };
-        (tets.iter())
-            .filter(|t| !tets.contains(&imaged(t)))
-            .count()
+        (tets.iter()).filter(|t| !tets.contains(&imaged(t))).count()
     }
 
     #[test]
@@ -208,6 +246,14 @@ mod tests {
         let mirrored = split_prisms(&prisms, Some(Mirror { y: 1.0, z: 2.0 })).unwrap();
         assert_eq!(without_image(&mirrored, in_y), 0);
         assert_eq!(without_image(&mirrored, in_z), 0);
+        // Images that agree to rounding only are cut alike too.
+        let mut rounded = prisms.clone();
+        for (i, p) in rounded.nodes.iter_mut().enumerate() {
+            p[0] += 1e-12 * ((i * 7919 % 13) as f64 - 6.0);
+            p[1] += 1e-12 * ((i * 104_729 % 11) as f64 - 5.0);
+        }
+        let mirrored = split_prisms(&rounded, Some(Mirror { y: 1.0, z: 2.0 })).unwrap();
+        assert_eq!(without_image(&mirrored, in_y), 0);
         let by_number = split_prisms(&prisms, None).unwrap();
         assert!(without_image(&by_number, in_y) > 0);
         assert!(without_image(&by_number, in_z) > 0);

@@ -58,7 +58,13 @@ enum MeshAction {
         /// `Y,Z`: with `--tetrahedra`, cut the prisms so that the split keeps the mesh's
         /// mirror symmetry about the planes y = Y and z = Z (else by node numbers, which
         /// breaks it).
-        #[arg(long, value_delimiter = ',', num_args = 1, requires = "tetrahedra", value_name = "Y,Z")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            num_args = 1,
+            requires = "tetrahedra",
+            value_name = "Y,Z"
+        )]
         mirror: Option<Vec<f64>>,
     },
     /// Generate a mesh and write it (`.vtu`, `.su2`).

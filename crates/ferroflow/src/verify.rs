@@ -140,13 +140,11 @@ pub enum VerifyCommand {
     /// dfg-channel.geo (unstructured), marched with local time steps: drag and lift
     /// coefficients (from the cylinder nodes' momentum residuals) against the reference
     /// intervals of Schäfer & Turek (1996).
-    #[command(
-        after_help = "Examples:\n  \
+    #[command(after_help = "Examples:\n  \
                       gmsh crates/ferroflow-mesh/geo/dfg-channel-blocks.geo -3 -setnumber n 6 -o p.msh\n  \
                       ferroflow mesh convert p.msh dfg.su2 --tetrahedra --mirror 0.2,0.205\n  \
                       ferroflow verify dfg dfg.su2\n  \
-                      ferroflow verify dfg coarse.su2 fine.su2 --tolerance 1e-4"
-    )]
+                      ferroflow verify dfg coarse.su2 fine.su2 --tolerance 1e-4")]
     Dfg {
         /// Meshes of the channel (`.msh` or `.su2`; patches inlet, outlet, walls, cylinder),
         /// coarse to fine.
