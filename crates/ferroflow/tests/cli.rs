@@ -1795,6 +1795,23 @@ fn meshes_are_generated_checked_measured_and_converted() {
     ok(&["mesh", "convert", "box.su2", "box.vtu", "--renumber"]);
     let vtu = fs::read(tmp.path().join("box.vtu")).unwrap();
     assert!(vtu.starts_with(b"<?xml") || vtu.starts_with(b"<VTKFile"));
+    let split = [
+        "box.su2",
+        "tets.su2",
+        "--tetrahedra",
+        "--mirror",
+        "0.5,0.25",
+    ];
+    ok(&[&["mesh", "convert"][..], &split].concat());
+    let info = ok(&["mesh", "info", "tets.su2"]);
+    for line in [
+        "60 nodes, 144 cells",
+        "144 tetrahedron",
+        "checks: passed",
+        "patch zmin: 24 faces",
+    ] {
+        assert!(info.contains(line), "{line} not in\n{info}");
+    }
     // Bad input: exit code 2, the file and what is wrong named, nothing written.
     fs::write(tmp.path().join("bad.su2"), "NDIME= 3\nNELEM= 1\n10 0 1 2\n").unwrap();
     for (args, why) in [
@@ -1810,12 +1827,29 @@ fn meshes_are_generated_checked_measured_and_converted() {
             ][..],
             "--jitter",
         ),
+        (
+            &[
+                "mesh",
+                "convert",
+                "box.su2",
+                "t1.su2",
+                "--tetrahedra",
+                "--mirror",
+                "0.5",
+            ][..],
+            "--mirror [0.5]: two finite numbers",
+        ),
+        (
+            &["mesh", "convert", "box.vtu", "t1.su2", "--tetrahedra"][..],
+            "cannot read meshes of type \"vtu\"",
+        ),
     ] {
         let (code, err) = stderr_of(ferroflow(tmp.path()).args(args));
         assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.contains(why), "{args:?}: {err}");
     }
     assert!(!tmp.path().join("box.obj").exists() && !tmp.path().join("j.vtu").exists());
+    assert!(!tmp.path().join("t1.su2").exists());
 }
 
 #[test]
