@@ -31,8 +31,8 @@ pub struct Mirror {
 /// Side edges are ordered by `mirror` or, without one, by their lower node's number.
 ///
 /// Errors: a cell other than a tetrahedron or prism; a quadrilateral face that is no prism's
-/// side; a prism whose side edges the mirror cannot order; a prism whose tetrahedra are not all
-/// of positive volume.
+/// side; a prism through the mirror plane z = `mirror.z`; a prism whose side edges the mirror
+/// cannot order; a prism whose tetrahedra are not all of positive volume.
 pub fn split_prisms(mesh: &Mesh, mirror: Option<Mirror>) -> Result<Mesh, MeshError> {
     let bad = |what: String| Err(MeshError::Invalid(what));
     let x = &mesh.nodes;
@@ -77,9 +77,24 @@ pub fn split_prisms(mesh: &Mesh, mirror: Option<Mirror>) -> Result<Mesh, MeshErr
                          (ties within the tolerance form a cycle)"
                     ));
                 }
-                let above = mirror.is_some_and(|m| z(ns) / 6.0 > m.z);
-                if above {
-                    side.reverse();
+                // Neighbours in one layer must agree on their side of the plane z = m.z, so
+                // a prism through it is refused.
+                let (low, high) = (ns.iter().map(|&n| x[n as usize][2]))
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), z| {
+                        (l.min(z), h.max(z))
+                    });
+                let tolerance = 1e-6 * (high - low);
+                if let Some(m) = mirror {
+                    if low < m.z - tolerance && high > m.z + tolerance {
+                        return bad(format!(
+                            "prism {c} (nodes {ns:?}, z from {low} to {high}) crosses the \
+                             mirror plane z = {}: its layers must meet there",
+                            m.z
+                        ));
+                    }
+                    if low >= m.z - tolerance {
+                        side.reverse();
+                    }
                 }
                 let [b0, b1, b2] = side.map(|i| lower[i]);
                 let [t0, t1, t2] = side.map(|i| upper[i]);
@@ -272,5 +287,9 @@ mod tests {
         prisms.faces.nodes_mut(quad).swap(0, 1);
         let e = split_prisms(&prisms, None).unwrap_err().to_string();
         assert!(e.contains(&format!("boundary face {quad}")), "{e}");
+        let layers = mirrored_prisms(2);
+        let mid_layer = Some(Mirror { y: 1.0, z: 0.5 });
+        let e = split_prisms(&layers, mid_layer).unwrap_err().to_string();
+        assert!(e.contains("crosses the mirror plane z = 0.5"), "{e}");
     }
 }

@@ -1795,13 +1795,19 @@ fn meshes_are_generated_checked_measured_and_converted() {
     ok(&["mesh", "convert", "box.su2", "box.vtu", "--renumber"]);
     let vtu = fs::read(tmp.path().join("box.vtu")).unwrap();
     assert!(vtu.starts_with(b"<?xml") || vtu.starts_with(b"<VTKFile"));
-    let split = [
-        "box.su2",
-        "tets.su2",
-        "--tetrahedra",
-        "--mirror",
-        "0.5,0.25",
+    // Prisms in two layers, without jitter: the mirror plane z = 0.5 is where they meet.
+    let prisms = [
+        "--cells",
+        "prism",
+        "--n",
+        "4,3,2",
+        "--shuffle",
+        "5",
+        "--out",
+        "p.su2",
     ];
+    ok(&[&["mesh", "generate", "box"][..], &prisms].concat());
+    let split = ["p.su2", "tets.su2", "--tetrahedra", "--mirror", "0.5,0.5"];
     ok(&[&["mesh", "convert"][..], &split].concat());
     let info = ok(&["mesh", "info", "tets.su2"]);
     for line in [
