@@ -80,6 +80,8 @@ pub enum FemMeshKind {
     TetBox,
     /// A Gmsh `.msh` file.
     Gmsh,
+    /// An SU2 `.su2` file (as `ferroflow mesh convert --tetrahedra` writes).
+    Su2,
 }
 
 /// `[mesh]` of a finite-element case.
@@ -476,10 +478,13 @@ impl FemCase {
                     format!("{:?}: at least 1 per axis", self.mesh.cells),
                 )
             }
-            FemMeshKind::Gmsh if self.mesh.file.is_empty() => {
-                return bad("mesh.file", "missing: mesh.kind = \"gmsh\" reads it".into())
+            FemMeshKind::Gmsh | FemMeshKind::Su2 if self.mesh.file.is_empty() => {
+                return bad(
+                    "mesh.file",
+                    "missing: mesh.kind = \"gmsh\" or \"su2\" reads it".into(),
+                )
             }
-            FemMeshKind::Gmsh if self.mesh.grading != 0.0 => {
+            FemMeshKind::Gmsh | FemMeshKind::Su2 if self.mesh.grading != 0.0 => {
                 return bad(
                     "mesh.grading",
                     format!(
@@ -516,7 +521,7 @@ impl FemCase {
     /// case then names it so that a restart finds it from anywhere.
     pub fn resolve_mesh_file(&mut self, dir: &Path) {
         let file = PathBuf::from(&self.mesh.file);
-        if self.mesh.kind == FemMeshKind::Gmsh && file.is_relative() {
+        if self.mesh.kind != FemMeshKind::TetBox && file.is_relative() {
             self.mesh.file = dir.join(file).display().to_string();
         }
     }
@@ -537,6 +542,7 @@ impl FemCase {
                 Ok(mesh)
             }
             FemMeshKind::Gmsh => ferroflow_mesh::gmsh::read(Path::new(&self.mesh.file)),
+            FemMeshKind::Su2 => ferroflow_mesh::su2::read(Path::new(&self.mesh.file)),
         }
     }
 
@@ -847,10 +853,11 @@ pub const FEM_KEYS: [KeyDoc; 31] = [
         "mesh.kind",
         "string",
         "-",
-        "`\"tet-box\"`, `\"gmsh\"`",
+        "`\"tet-box\"`, `\"gmsh\"`, `\"su2\"`",
         "`tet-box`: a box of hexahedra split into six tetrahedra each (the lid cube's family), \
          its sides the patches `xmin` … `zmax`; `gmsh`: the tetrahedra and physical surfaces \
-         (the patches) of the Gmsh file `mesh.file`",
+         (the patches) of the Gmsh file `mesh.file`; `su2`: the tetrahedra and markers of the \
+         SU2 file `mesh.file` (prisms split by `ferroflow mesh convert --tetrahedra`)",
     ),
     key(
         "mesh.cells",
@@ -886,8 +893,8 @@ pub const FEM_KEYS: [KeyDoc; 31] = [
         "mesh.file",
         "string",
         "-",
-        "a Gmsh `.msh` file (versions 2.2 and 4.1)",
-        "`gmsh`: the mesh, relative to the case file's directory (a built-in case's: the \
+        "a Gmsh `.msh` file (versions 2.2 and 4.1) or an SU2 `.su2` file",
+        "`gmsh`, `su2`: the mesh, relative to the case file's directory (a built-in case's: the \
          current directory)",
     ),
     key(

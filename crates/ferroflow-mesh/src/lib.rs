@@ -17,6 +17,7 @@
 //! - [`gmsh`]: the Gmsh reader, MSH 2.2 and 4.1, ASCII and binary.
 //! - [`su2`]: SU2's native mesh format, read and written.
 //! - [`extrude`]: a 2D mesh extruded one cell thick into a 3D mesh of prisms and hexahedra.
+//! - [`tetrahedra`]: prisms split into tetrahedra, keeping an extruded mesh's mirror symmetries.
 //! - [`vtu`]: `.vtu` files (VTK XML unstructured grids) of the cells or the boundary.
 pub mod check;
 pub mod colour;
@@ -28,6 +29,7 @@ pub mod mesh;
 pub mod partition;
 pub mod renumber;
 pub mod su2;
+pub mod tetrahedra;
 pub mod topology;
 pub mod vtu;
 

@@ -187,3 +187,71 @@ fn hexahedra_tetrahedra_and_pyramids() {
         plane(&mesh, "xmin", 0, 0.0) + plane(&mesh, "xmax", 0, 2.0) + patch(&mesh, "walls").1;
     assert!((area - 10.0).abs() < 1e-12, "boundary area {area}");
 }
+
+#[test]
+#[ignore = "needs Gmsh: set FERROFLOW_GMSH to the gmsh executable"]
+fn dfg_channel_in_blocks_splits_into_mirror_symmetric_tetrahedra() {
+    use ferroflow_mesh::tetrahedra::{split_prisms, Mirror};
+    use std::collections::HashSet;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("blocks.msh");
+    run_gmsh("dfg-channel-blocks", &["-3", "-setnumber", "n", "2"], &out);
+    let prisms = gmsh::read(&out).unwrap_or_else(|e| panic!("{e}"));
+    let counts = prisms.cells.counts();
+    assert_eq!(counts.keys().collect::<Vec<_>>(), [&Kind::Prism6]);
+    assert_eq!(prisms.patches, ["inlet", "outlet", "walls", "cylinder"]);
+    let (yc, zc) = (0.2, 0.205);
+    let mesh = split_prisms(&prisms, Some(Mirror { y: yc, z: zc })).unwrap();
+    // The cylinder is a polygon of 16 sides (n = 2 per 45 degrees): its area is the circle's
+    // times sin(2x) / 2x, x = pi / 16.
+    let x = std::f64::consts::PI / 16.0;
+    let cylinder = std::f64::consts::PI * 0.05f64.powi(2) * 0.41 * (x.sin() * x.cos() / x);
+    let exact = 2.5 * 0.41 * 0.41 - cylinder;
+    let v = total_volume(&mesh);
+    assert!((v - exact).abs() < 1e-12, "volume {v}, exact {exact}");
+    plane(&mesh, "inlet", 0, 0.0);
+    plane(&mesh, "outlet", 0, 2.5);
+    for x in patch(&mesh, "cylinder").0 {
+        let r = (x[0] - 0.5).hypot(x[1] - yc);
+        assert!((r - 0.05).abs() < 1e-9, "cylinder node at {x:?}");
+    }
+    // Every tetrahedron has its mirror image in z = 0.205 and, between y = 0.05 and 0.35
+    // (the blocks around the cylinder), in y = 0.2: nodes matched to 1e-9 m.
+    let key = |p: [f64; 3]| p.map(|v| (v * 1e9).round() as i64);
+    let at: std::collections::HashMap<_, _> = (mesh.nodes.iter().enumerate())
+        .map(|(i, &p)| (key(p), i))
+        .collect();
+    let tets: HashSet<Vec<usize>> = (mesh.cells.iter())
+        .map(|(_, ns)| {
+            let mut t: Vec<usize> = ns.iter().map(|&n| n as usize).collect();
+            t.sort();
+            t
+        })
+        .collect();
+    let has_image = |t: &Vec<usize>, image: &dyn Fn([f64; 3]) -> [f64; 3]| {
+        let mut m: Vec<usize> = (t.iter())
+            .map(|&n| {
+                at.get(&key(image(mesh.nodes[n])))
+                    .copied()
+                    .unwrap_or(usize::MAX)
+            })
+            .collect();
+        m.sort();
+        tets.contains(&m)
+    };
+    let in_z = |p: [f64; 3]| [p[0], p[1], 2.0 * zc - p[2]];
+    let in_y = |p: [f64; 3]| [p[0], 2.0 * yc - p[1], p[2]];
+    let near = |t: &&Vec<usize>| {
+        t.iter()
+            .all(|&n| (mesh.nodes[n][1] - yc).abs() <= 0.15 + 1e-9)
+    };
+    assert!(tets.iter().all(|t| has_image(t, &in_z)));
+    let band: Vec<_> = tets.iter().filter(near).collect();
+    assert!(
+        band.len() > tets.len() / 2,
+        "{} of {}",
+        band.len(),
+        tets.len()
+    );
+    assert!(band.iter().all(|t| has_image(t, &in_y)));
+}

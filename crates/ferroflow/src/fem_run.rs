@@ -74,7 +74,7 @@ fn setup(job: &FemJob) -> Result<FemSetup, Failure> {
     let case = &job.case;
     let mesh = case.mesh().map_err(|e| {
         let key = match case.mesh.kind {
-            FemMeshKind::Gmsh => "mesh.file",
+            FemMeshKind::Gmsh | FemMeshKind::Su2 => "mesh.file",
             FemMeshKind::TetBox => "mesh.cells",
         };
         job.invalid(key, e.to_string())

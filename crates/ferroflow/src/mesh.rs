@@ -3,6 +3,7 @@
 use crate::Failure;
 use clap::{Args, Subcommand, ValueEnum};
 use ferroflow_mesh::generate::{self, BoxCells};
+use ferroflow_mesh::tetrahedra::{split_prisms, Mirror};
 use ferroflow_mesh::{check, gmsh, renumber, su2, topology, vtu, Mesh, MeshError};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -38,7 +39,9 @@ enum MeshAction {
     /// node, nothing else) or `.su2`.
     #[command(
         after_help = "Examples:\n  ferroflow mesh convert channel.msh channel.vtu\n  \
-                            ferroflow mesh convert wing.su2 wing.vtu --renumber"
+                            ferroflow mesh convert wing.su2 wing.vtu --renumber\n  \
+                            ferroflow mesh convert prisms.msh tets.su2 --tetrahedra \
+                            --mirror 0.2,0.205"
     )]
     Convert {
         /// The mesh to read (`.msh`, `.su2`).
@@ -48,6 +51,21 @@ enum MeshAction {
         /// Renumber nodes and cells by reverse Cuthill–McKee first.
         #[arg(long)]
         renumber: bool,
+        /// Split each prism into three tetrahedra (the finite elements take tetrahedra only),
+        /// its quadrilateral boundary faces into triangles.
+        #[arg(long)]
+        tetrahedra: bool,
+        /// `Y,Z`: with `--tetrahedra`, cut the prisms so that the split keeps the mesh's
+        /// mirror symmetry about the planes y = Y and z = Z (else by node numbers, which
+        /// breaks it).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            num_args = 1,
+            requires = "tetrahedra",
+            value_name = "Y,Z"
+        )]
+        mirror: Option<Vec<f64>>,
     },
     /// Generate a mesh and write it (`.vtu`, `.su2`).
     #[command(
@@ -128,9 +146,24 @@ pub fn mesh(args: MeshArgs) -> Result<(), Failure> {
             input,
             output,
             renumber,
+            tetrahedra,
+            mirror,
         } => {
             let (mut mesh, _) = read(&input)?;
             check::check(&mesh).map_err(|e| bad(&input, e))?;
+            if tetrahedra {
+                let mirror = match mirror.as_deref() {
+                    None => None,
+                    Some(&[y, z]) if y.is_finite() && z.is_finite() => Some(Mirror { y, z }),
+                    Some(other) => {
+                        return Err(Failure::input(format!(
+                            "--mirror {other:?}: two finite numbers, Y,Z"
+                        )))
+                    }
+                };
+                mesh = split_prisms(&mesh, mirror).map_err(|e| bad(&input, e))?;
+                check::check(&mesh).map_err(|e| bad(&input, e))?;
+            }
             if renumber {
                 renumber::renumber_nodes(&mut mesh);
                 renumber::renumber_cells(&mut mesh).map_err(|e| bad(&input, e))?;
@@ -149,7 +182,7 @@ fn bad(file: &Path, e: MeshError) -> Failure {
 }
 
 /// Reads `file` by its extension; the mesh and the seconds it took.
-fn read(file: &Path) -> Result<(Mesh, f64), Failure> {
+pub fn read(file: &Path) -> Result<(Mesh, f64), Failure> {
     let start = Instant::now();
     let mesh = match extension(file).as_str() {
         "msh" => gmsh::read(file),

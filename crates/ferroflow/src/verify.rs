@@ -135,17 +135,19 @@ pub enum VerifyCommand {
         out: PathBuf,
     },
     /// The edge-based finite-element solver on the DFG 3D-1Z benchmark (steady flow around a
-    /// cylinder in a channel at Re = 20) on Gmsh meshes of
-    /// crates/ferroflow-mesh/geo/dfg-channel.geo, marched with local time steps: drag and lift
+    /// cylinder in a channel at Re = 20) on meshes of crates/ferroflow-mesh/geo/
+    /// dfg-channel-blocks.geo (structured, mirror-symmetric about the cylinder) or
+    /// dfg-channel.geo (unstructured), marched with local time steps: drag and lift
     /// coefficients (from the cylinder nodes' momentum residuals) against the reference
     /// intervals of Schäfer & Turek (1996).
-    #[command(
-        after_help = "Examples:\n  gmsh crates/ferroflow-mesh/geo/dfg-channel.geo -3 -o dfg.msh\n  \
-                            ferroflow verify dfg dfg.msh\n  \
-                            ferroflow verify dfg coarse.msh fine.msh --tolerance 1e-4"
-    )]
+    #[command(after_help = "Examples:\n  \
+                      gmsh crates/ferroflow-mesh/geo/dfg-channel-blocks.geo -3 -setnumber n 6 -o p.msh\n  \
+                      ferroflow mesh convert p.msh dfg.su2 --tetrahedra --mirror 0.2,0.205\n  \
+                      ferroflow verify dfg dfg.su2\n  \
+                      ferroflow verify dfg coarse.su2 fine.su2 --tolerance 1e-4")]
     Dfg {
-        /// Gmsh meshes of the channel (patches inlet, outlet, walls, cylinder), coarse to fine.
+        /// Meshes of the channel (`.msh` or `.su2`; patches inlet, outlet, walls, cylinder),
+        /// coarse to fine.
         #[arg(required = true)]
         meshes: Vec<PathBuf>,
         /// Steady when the largest |Δu| / Δt (m/s²) and |Δp| / (ρ Δt) (m²/s³) of a step, Δt
@@ -562,7 +564,7 @@ fn dfg(meshes: &[PathBuf], tolerance: f64, end: f64) -> Result<(), Failure> {
         "nodes", "cells", "steps", "t (s)", "c_D", "c_L", "CG/step", "s"
     );
     for path in meshes {
-        let mesh = ferroflow_mesh::gmsh::read(path).map_err(Failure::input)?;
+        let (mesh, _) = crate::mesh::read(path)?;
         let start = Instant::now();
         let f = run(&mesh, tolerance, end)
             .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;

@@ -1782,19 +1782,48 @@ fn meshes_are_generated_checked_measured_and_converted() {
         "--out",
         "box.su2",
     ]);
-    let info = ok(&["mesh", "info", "box.su2"]);
-    for line in [
-        "box.su2: 3D, 60 nodes, 48 cells",
-        "48 prism",
-        "checks: passed",
-        "patch zmin: 24 faces",
-        "volume 1.000000000000e0",
-    ] {
-        assert!(info.contains(line), "{line} not in\n{info}");
-    }
+    let info_shows = |file: &str, lines: &[&str]| {
+        let info = ok(&["mesh", "info", file]);
+        for line in lines {
+            assert!(info.contains(line), "{line} not in\n{info}");
+        }
+    };
+    info_shows(
+        "box.su2",
+        &[
+            "box.su2: 3D, 60 nodes, 48 cells",
+            "48 prism",
+            "checks: passed",
+            "patch zmin: 24 faces",
+            "volume 1.000000000000e0",
+        ],
+    );
     ok(&["mesh", "convert", "box.su2", "box.vtu", "--renumber"]);
     let vtu = fs::read(tmp.path().join("box.vtu")).unwrap();
     assert!(vtu.starts_with(b"<?xml") || vtu.starts_with(b"<VTKFile"));
+    // Prisms in two layers, without jitter: the mirror plane z = 0.5 is where they meet.
+    let prisms = [
+        "--cells",
+        "prism",
+        "--n",
+        "4,3,2",
+        "--shuffle",
+        "5",
+        "--out",
+        "p.su2",
+    ];
+    ok(&[&["mesh", "generate", "box"][..], &prisms].concat());
+    let split = ["p.su2", "tets.su2", "--tetrahedra", "--mirror", "0.5,0.5"];
+    ok(&[&["mesh", "convert"][..], &split].concat());
+    info_shows(
+        "tets.su2",
+        &[
+            "60 nodes, 144 cells",
+            "144 tetrahedron",
+            "checks: passed",
+            "patch zmin: 24 faces",
+        ],
+    );
     // Bad input: exit code 2, the file and what is wrong named, nothing written.
     fs::write(tmp.path().join("bad.su2"), "NDIME= 3\nNELEM= 1\n10 0 1 2\n").unwrap();
     for (args, why) in [
@@ -1810,12 +1839,29 @@ fn meshes_are_generated_checked_measured_and_converted() {
             ][..],
             "--jitter",
         ),
+        (
+            &[
+                "mesh",
+                "convert",
+                "box.su2",
+                "t1.su2",
+                "--tetrahedra",
+                "--mirror",
+                "0.5",
+            ][..],
+            "--mirror [0.5]: two finite numbers",
+        ),
+        (
+            &["mesh", "convert", "box.vtu", "t1.su2", "--tetrahedra"][..],
+            "cannot read meshes of type \"vtu\"",
+        ),
     ] {
         let (code, err) = stderr_of(ferroflow(tmp.path()).args(args));
         assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.contains(why), "{args:?}: {err}");
     }
     assert!(!tmp.path().join("box.obj").exists() && !tmp.path().join("j.vtu").exists());
+    assert!(!tmp.path().join("t1.su2").exists());
 }
 
 #[test]
