@@ -176,11 +176,9 @@ pub struct Parts {
 /// right-hand side (implicit), and returns its RMS; [`SteadyIteration::advance`] takes the
 /// iteration from there. A run's history thus costs no residual of its own.
 pub struct SteadyIteration {
-    method: Method,
+    update: Update,
     r: Vec<Cons>,
-    u0: Vec<Cons>,
     dts: Vec<f64>,
-    jacobi: Option<Jacobi>,
     /// Whether `r` and `dts` are those of the state `advance` starts from.
     measured: bool,
     /// Where the time went.
@@ -190,19 +188,18 @@ pub struct SteadyIteration {
 impl SteadyIteration {
     /// Iterations of `method` on states of `cells` cells.
     pub fn new(method: Method, cells: usize) -> SteadyIteration {
-        let jacobi = match method {
-            Method::Implicit(_) => Some(Jacobi::new(cells)),
-            Method::Stages { .. } => None,
+        let update = match method {
+            Method::Stages { cfl, stages } => Update::Stages {
+                cfl,
+                stages,
+                u0: vec![[0.0; 5]; cells],
+            },
+            Method::Implicit(how) => Update::Implicit(how, Jacobi::new(cells)),
         };
         SteadyIteration {
+            update,
             r: vec![[0.0; 5]; cells],
-            u0: match jacobi {
-                Some(_) => Vec::new(),
-                None => vec![[0.0; 5]; cells],
-            },
             dts: vec![0.0; cells],
-            jacobi,
-            method,
             measured: false,
             parts: Parts::default(),
         }
@@ -214,11 +211,11 @@ impl SteadyIteration {
     pub fn measure(&mut self, s: &mut Solver, u: &[Cons]) -> [f64; 5] {
         let start = Instant::now();
         let (r, dts) = (&mut self.r, &mut self.dts);
-        match self.method {
-            Method::Stages { cfl, .. } => {
+        match self.update {
+            Update::Stages { cfl, .. } => {
                 s.evaluate_with_steps(u, 0.0, r, Some((cfl, dts)));
             }
-            Method::Implicit(how) => {
+            Update::Implicit(how, _) => {
                 // The implicit blocks read the spectral radii and states this leaves in `s`.
                 s.time_steps(u, 0.0, how.cfl, dts);
                 s.evaluate(u, 0.0, r);
@@ -240,15 +237,14 @@ impl SteadyIteration {
         }
         self.measured = false;
         let start = Instant::now();
-        let (r, u0, dts) = (&mut self.r, &mut self.u0, &self.dts);
-        let stages = match (&self.method, &mut self.jacobi) {
-            (Method::Stages { stages, .. }, _) => stages,
-            (&Method::Implicit(how), Some(jacobi)) => {
-                implicit::relax(s, u, (r, dts), how, jacobi);
+        let (r, dts) = (&mut self.r, &self.dts);
+        let (stages, u0) = match &mut self.update {
+            Update::Stages { stages, u0, .. } => (stages, u0),
+            Update::Implicit(how, jacobi) => {
+                implicit::relax(s, u, (r, dts), *how, jacobi);
                 self.parts.updates += start.elapsed().as_secs_f64();
                 return;
             }
-            (Method::Implicit(_), None) => unreachable!("implicit iterations have their buffers"),
         };
         u0.copy_from_slice(u);
         for (k, &alpha) in stages.iter().enumerate() {
@@ -294,6 +290,18 @@ impl SteadyIteration {
         }
         out
     }
+}
+
+/// A [`Method`] with the buffers its update needs.
+enum Update {
+    /// The explicit stages, with the state the iteration starts from.
+    Stages {
+        cfl: f64,
+        stages: Vec<f64>,
+        u0: Vec<Cons>,
+    },
+    /// The implicit iteration, with its blocks.
+    Implicit(Implicit, Jacobi),
 }
 
 /// The RMS over the cells of each component of `r` over the cells' `volume`, summed in cell
