@@ -202,8 +202,6 @@ struct FvRun<'a> {
     wall_seconds: f64,
     files: MeshOutput,
     interrupt: Interrupt,
-    /// The state before an unsteady step.
-    scratch: Vec<Cons>,
     /// The scheme's iterations or steps, with their buffers.
     march: March,
 }
@@ -211,7 +209,8 @@ struct FvRun<'a> {
 /// A run's iterations (steady) or time steps (unsteady).
 enum March {
     Steady(SteadyIteration),
-    Unsteady(GlobalSteps),
+    /// The steps, and the state before the last (for the rates of its row).
+    Unsteady(GlobalSteps, Vec<Cons>),
 }
 
 impl<'a> FvRun<'a> {
@@ -281,7 +280,9 @@ impl<'a> FvRun<'a> {
                 };
                 March::Steady(SteadyIteration::new(Method::Implicit(how), cells))
             }
-            Scheme::SspRk3 => March::Unsteady(GlobalSteps::new(cells, n.cfl)),
+            Scheme::SspRk3 => {
+                March::Unsteady(GlobalSteps::new(cells, n.cfl), vec![[0.0; 5]; cells])
+            }
         };
         Ok(FvRun {
             job,
@@ -293,7 +294,6 @@ impl<'a> FvRun<'a> {
             wall_seconds,
             files,
             interrupt,
-            scratch: vec![[0.0; 5]; cells],
             march,
         })
     }
@@ -368,7 +368,7 @@ impl<'a> FvRun<'a> {
             (None, March::Steady(iteration)) => {
                 iteration.measure(&mut self.setup.solver, &self.setup.state)
             }
-            (None, March::Unsteady(_)) => return Ok(None),
+            (None, March::Unsteady(..)) => return Ok(None),
         };
         let peak = (self.sim.initial).get_or_insert_with(|| rms.to_vec());
         if rms[0] > peak[0] {
@@ -424,13 +424,13 @@ impl<'a> FvRun<'a> {
         let (s, u) = (&mut self.setup.solver, &mut self.setup.state);
         match &mut self.march {
             March::Steady(iteration) => iteration.advance(s, u),
-            March::Unsteady(steps) => {
+            March::Unsteady(steps, before) => {
                 let t = self.time;
-                self.scratch.copy_from_slice(u);
+                before.copy_from_slice(u);
                 let next = steps.step(s, u, t, n.end_time);
                 let step = next - t;
                 let mut row = vec![next, step];
-                row.extend(rms_rates(&self.scratch, u, step));
+                row.extend(rms_rates(before, u, step));
                 self.time = next;
                 let iteration = self.sim.iteration + 1;
                 self.files.report.update(iteration, &row[2..3]);
