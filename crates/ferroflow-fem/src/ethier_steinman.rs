@@ -260,14 +260,15 @@ mod tests {
         assert!(hi < 1.5 * lo, "{runs:?}");
     }
 
-    /// A run in precision `R` with `controls` on 1 and 3 threads: the same bits.
+    /// A run in precision `R` with `controls` on 1 and 3 threads: the same bits. 14³ cells:
+    /// 3,375 nodes, more than one task's rows (`MIN_ROWS`) and four blocks of a sum.
     fn same_bits_on_any_thread_count<R: Real>(controls: Controls) {
         let on = |threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()
                 .unwrap();
-            pool.install(|| run::<R>(6, 1.0, 0.02, controls).unwrap())
+            pool.install(|| run::<R>(14, 1.0, 0.02, controls).unwrap())
         };
         let (one, three) = (on(1), on(3));
         assert_eq!(one.velocity.to_bits(), three.velocity.to_bits());

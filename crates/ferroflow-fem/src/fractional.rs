@@ -570,7 +570,7 @@ impl<R: Real> FractionalStep<R> {
         // The level's node keeps its pressure, fixed ones theirs.
         let at_level = self.level.map_or(zero, |r| rotational[r]);
         for i in (0..n).filter(|&i| !held[i]) {
-            self.p[i] = self.p[i] + dp[i] + rotational[i] - at_level;
+            self.p[i] = self.p[i] + (dp[i] + rotational[i] - at_level);
         }
         (outcome, continuity)
     }
