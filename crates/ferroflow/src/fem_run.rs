@@ -84,7 +84,9 @@ fn setup<R: DeviceReal>(job: &FemJob) -> Result<FemSetup<R>, Failure> {
         };
         job.invalid(key, e.to_string())
     })?;
-    let mut setup = case.setup::<R>(mesh).map_err(|(key, e)| job.invalid(&key, e))?;
+    let mut setup = case
+        .setup::<R>(mesh)
+        .map_err(|(key, e)| job.invalid(&key, e))?;
     if let Some(restart) = &job.restart {
         let held = &restart.checkpoint.precision;
         if held != R::NAME {
@@ -133,8 +135,12 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let world = World::alone();
     let job = FemJob::new(args, &world)?;
     match job.case.backend.precision {
-        Precision::F64 => in_pool(&job, |interrupt| FemRun::<f64>::start(&job, interrupt)?.iterate()),
-        Precision::F32 => in_pool(&job, |interrupt| FemRun::<f32>::start(&job, interrupt)?.iterate()),
+        Precision::F64 => in_pool(&job, |interrupt| {
+            FemRun::<f64>::start(&job, interrupt)?.iterate()
+        }),
+        Precision::F32 => in_pool(&job, |interrupt| {
+            FemRun::<f32>::start(&job, interrupt)?.iterate()
+        }),
     }
 }
 
