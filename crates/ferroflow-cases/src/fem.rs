@@ -867,7 +867,7 @@ pub const FEM_KEYS: [KeyDoc; 31] = [
         "-",
         "`\"finite-element\"`",
         "The edge-based finite elements on tetrahedra (P1/P1, fractional step, CG pressure; \
-         seed 001); f64, on the CPU or with `--backend cuda` on a GPU",
+         seed 001); f64 or f32, on the CPU or with `--backend cuda` on a GPU",
     ),
     key(
         "mesh.kind",
