@@ -1125,7 +1125,7 @@ mod tests {
         let case = FemCase::from_toml(FEM_BUILTIN[0].1, "cube").unwrap();
         let mut small = case.clone();
         small.mesh.cells = [2; 3];
-        let setup = small.setup(small.mesh().unwrap()).unwrap();
+        let setup = small.setup::<f64>(small.mesh().unwrap()).unwrap();
         let at = |x: [f64; 3]| setup.mesh.nodes.iter().position(|y| *y == x).unwrap();
         let b = &setup.boundary;
         assert_eq!(b.velocity(at([0.5, 1.0, 0.5]), 0.0), [1.0, 0.0, 0.0]);

@@ -21,13 +21,13 @@ pub struct Steady {
     pub v_profile: Vec<(f64, f64)>,
 }
 
+/// A cube set up: its mesh, the solver in precision `R` and the velocity each node is held at
+/// if fixed.
+pub type Cube<R> = (Mesh, FractionalStep<R>, Vec<[f64; 3]>);
+
 /// The cube of `cells` cells per axis at Reynolds number `re`, at rest, with `controls`, in
-/// precision `R`: its mesh, the solver and the velocity each node is held at if fixed.
-pub fn cube<R: Real>(
-    cells: usize,
-    re: f64,
-    controls: Controls,
-) -> Result<(Mesh, FractionalStep<R>, Vec<[f64; 3]>), MeshError> {
+/// precision `R`.
+pub fn cube<R: Real>(cells: usize, re: f64, controls: Controls) -> Result<Cube<R>, MeshError> {
     let mesh = box_mesh(BoxCells::Tet6, [cells; 3], [1.0; 3])?;
     let n = mesh.nodes.len();
     let mut fixed = vec![false; n];
