@@ -341,19 +341,31 @@ fn the_ethier_steinman_case_reports_its_errors_as_the_study_does() {
     assert!((p / 5.121 - 1.0).abs() < 0.05, "{s}");
 }
 
+/// `tiny_cube(extra)` run in `dir`, successfully.
+fn run_tiny_cube(dir: &Path, extra: &[&str]) {
+    ferroflow(dir).args(tiny_cube(extra)).assert().success();
+}
+
+/// Snapshots every 4 steps.
+const SNAPSHOTS: [&str; 2] = ["--set", "output.field_interval=4"];
+
+/// What two runs of 12 steps with [`SNAPSHOTS`] that should agree write alike.
+const SAME_FILES: [&str; 5] = [
+    "fields.vtu",
+    "fields_00000004.vtu",
+    "fields_00000008.vtu",
+    "fields.pvd",
+    "residuals.csv",
+];
+
 /// `--precision f32` with a CG tolerance f32 reaches.
 const F32: [&str; 4] = ["--precision", "f32", "--set", "numerics.cg_tolerance=1e-5"];
 
 #[test]
 fn an_f32_run_restarts_bitwise_in_f32_only_and_its_errors_are_the_f64_ones() {
     let tmp = TempDir::new().unwrap();
-    let run = |extra: &[&str]| {
-        ferroflow(tmp.path())
-            .args(tiny_cube(extra))
-            .assert()
-            .success()
-    };
-    let snapshots = ["--set", "output.field_interval=4"];
+    let run = |extra: &[&str]| run_tiny_cube(tmp.path(), extra);
+    let snapshots = SNAPSHOTS;
     let steps = |n: &'static str| ["--set", n];
     let whole = ["--out", "whole"];
     run(&[
@@ -395,13 +407,7 @@ fn an_f32_run_restarts_bitwise_in_f32_only_and_its_errors_are_the_f64_ones() {
     assert_eq!(listing(), before);
     let (code, err) = restart(&[]);
     assert_eq!(code, Some(0), "{err}");
-    let files = [
-        "fields.vtu",
-        "fields_00000004.vtu",
-        "fields_00000008.vtu",
-        "fields.pvd",
-        "residuals.csv",
-    ];
+    let files = SAME_FILES;
     assert_same_files(&tmp.path().join("whole"), &tmp.path().join("halves"), files);
     // The Ethier–Steinman case on 8³: f32's errors are f64's (the discretisation's, 0.041 and
     // 1.6, dwarf f32's round-off), as the study's levels are. Not on 4³, whose steps are
@@ -433,13 +439,8 @@ fn an_f32_run_restarts_bitwise_in_f32_only_and_its_errors_are_the_f64_ones() {
 #[ignore = "needs a GPU: run with --ignored"]
 fn a_tiny_cube_on_the_gpu_writes_the_cpu_files_and_restarts_bitwise() {
     let tmp = TempDir::new().unwrap();
-    let run = |extra: &[&str]| {
-        ferroflow(tmp.path())
-            .args(tiny_cube(extra))
-            .assert()
-            .success()
-    };
-    let snapshots = ["--set", "output.field_interval=4"];
+    let run = |extra: &[&str]| run_tiny_cube(tmp.path(), extra);
+    let snapshots = SNAPSHOTS;
     let steps = |n: &'static str| ["--set", n];
     for backend in ["cpu", "cuda"] {
         let out = ["--backend", backend, "--out", backend];
@@ -454,13 +455,7 @@ fn a_tiny_cube_on_the_gpu_writes_the_cpu_files_and_restarts_bitwise() {
         .args(steps("numerics.max_steps=12"))
         .assert()
         .success();
-    let files = [
-        "fields.vtu",
-        "fields_00000004.vtu",
-        "fields_00000008.vtu",
-        "fields.pvd",
-        "residuals.csv",
-    ];
+    let files = SAME_FILES;
     let (cpu, gpu) = (tmp.path().join("cpu"), tmp.path().join("cuda"));
     assert_same_files(&cpu, &gpu, files);
     assert_same_files(&cpu, &tmp.path().join("halves"), files);
