@@ -7,6 +7,8 @@ use crate::case::{
     default_in, key, key_line, render, syntax_error, CaseError, CaseInfo, KeyDoc, Precision, KEYS,
 };
 use crate::summary::Deviation;
+use ferroflow_core::Real;
+use ferroflow_fem::cg::finest_tolerance;
 use ferroflow_fem::dfg::{force, nodes_of_patch};
 use ferroflow_fem::ethier_steinman;
 use ferroflow_fem::fractional::{Controls, Fluid, FractionalStep};
@@ -311,13 +313,13 @@ pub enum Held {
     EthierSteinman,
 }
 
-/// A finite-element case set up: its mesh, the solver at t = 0, what each node's velocity is
-/// held at, and the nodes of each patch whose force is reported.
-pub struct FemSetup {
+/// A finite-element case set up in precision `R`: its mesh, the solver at t = 0, what each
+/// node's velocity is held at, and the nodes of each patch whose force is reported.
+pub struct FemSetup<R: Real = f64> {
     /// The mesh.
     pub mesh: Mesh,
     /// The solver with the initial state.
-    pub solver: FractionalStep,
+    pub solver: FractionalStep<R>,
     /// The held velocities.
     pub boundary: Boundary,
     /// `(patch, its nodes)` for `output.forces`.
@@ -349,7 +351,7 @@ impl Boundary {
     }
 }
 
-impl FemSetup {
+impl<R: Real> FemSetup<R> {
     /// The errors against the Ethier–Steinman solution at time `t`, if the case is that
     /// solution's (see [`FemSummary::exact_errors`]).
     pub fn exact_errors(&self, t: f64) -> Option<[f64; 2]> {
@@ -440,6 +442,21 @@ impl FemCase {
         let t = self.numerics.cg_tolerance;
         if !(t > 0.0 && t < 1.0) {
             return bad("numerics.cg_tolerance", format!("{t}: 0 < tolerance < 1"));
+        }
+        // Below a few ε a solve would stall at its round-off, or stop on the recurrence's
+        // drift: refused rather than met in appearance only.
+        let (precision, finest) = match self.backend.precision {
+            Precision::F64 => ("f64", finest_tolerance::<f64>()),
+            Precision::F32 => ("f32", finest_tolerance::<f32>()),
+        };
+        if t < finest {
+            return bad(
+                "numerics.cg_tolerance",
+                format!(
+                    "{t:e}: below what backend.precision = \"{precision}\" can reach; at least \
+                     {finest:.1e} (32 ε)"
+                ),
+            );
         }
         if let Some(t) = self.numerics.steady_tolerance {
             if !(t > 0.0 && t.is_finite()) {
@@ -552,7 +569,8 @@ impl FemCase {
     /// faces move, and the centrelines 0.057 from the structured solver's on 16³ instead of
     /// 0.015); an outflow holds the pressure at zero, else the pressure's level is held at
     /// the first node on a patch.
-    pub fn setup(&self, mesh: Mesh) -> Result<FemSetup, (String, String)> {
+    /// The state, operators and solve are in precision `R`.
+    pub fn setup<R: Real>(&self, mesh: Mesh) -> Result<FemSetup<R>, (String, String)> {
         let n = mesh.nodes.len();
         for name in self.boundary.keys() {
             if !mesh.patches.contains(name) {
@@ -625,7 +643,7 @@ impl FemCase {
             nodes: mesh.nodes.clone(),
             viscosity: nu,
         };
-        let (u, p) = match self.physics.initial {
+        let (u, p): (Vec<[f64; 3]>, Vec<f64>) = match self.physics.initial {
             Initial::Rest => (
                 (0..n).map(|i| boundary.velocity(i, 0.0)).collect(),
                 vec![0.0; n],
@@ -639,6 +657,8 @@ impl FemCase {
                     .collect(),
             ),
         };
+        let u = u.into_iter().map(|v| v.map(R::of)).collect();
+        let p = p.into_iter().map(R::of).collect();
         let fixed: Vec<bool> = boundary.held.iter().map(Option::is_some).collect();
         let solver = FractionalStep::new(&mesh, fluid, self.controls(), fixed, fixed_p, u, p)
             .map_err(|e| ("mesh".to_string(), e.to_string()))?;
@@ -847,7 +867,7 @@ pub const FEM_KEYS: [KeyDoc; 31] = [
         "-",
         "`\"finite-element\"`",
         "The edge-based finite elements on tetrahedra (P1/P1, fractional step, CG pressure; \
-         seed 001); f64, on the CPU or with `--backend cuda` on a GPU",
+         seed 001); f64 or f32, on the CPU or with `--backend cuda` on a GPU",
     ),
     key(
         "mesh.kind",
@@ -982,8 +1002,9 @@ pub const FEM_KEYS: [KeyDoc; 31] = [
         "numerics.cg_tolerance",
         "float",
         "-",
-        "0 < tolerance < 1",
-        "Relative residual of the pressure solve (diagonally scaled)",
+        "32 ε of the precision <= tolerance < 1",
+        "Relative residual of the pressure solve (diagonally scaled); 32 ε is 7.1e-15 in \
+         f64, 3.8e-6 in f32",
     ),
     key(
         "numerics.cg_iterations",
@@ -996,9 +1017,9 @@ pub const FEM_KEYS: [KeyDoc; 31] = [
         "backend.precision",
         "string",
         "-",
-        "`\"f64\"`",
-        "Floating-point precision: the finite-element solver computes in f64 only (`f32` is \
-         refused)",
+        "`\"f64\"`, `\"f32\"`",
+        "Floating-point precision of the state, operators (assembled in f64, rounded once) and \
+         pressure solve; outputs are written in f64. f32 needs numerics.cg_tolerance >= 3.8e-6",
     ),
     key(
         "backend.threads",
@@ -1104,7 +1125,7 @@ mod tests {
         let case = FemCase::from_toml(FEM_BUILTIN[0].1, "cube").unwrap();
         let mut small = case.clone();
         small.mesh.cells = [2; 3];
-        let setup = small.setup(small.mesh().unwrap()).unwrap();
+        let setup = small.setup::<f64>(small.mesh().unwrap()).unwrap();
         let at = |x: [f64; 3]| setup.mesh.nodes.iter().position(|y| *y == x).unwrap();
         let b = &setup.boundary;
         assert_eq!(b.velocity(at([0.5, 1.0, 0.5]), 0.0), [1.0, 0.0, 0.0]);

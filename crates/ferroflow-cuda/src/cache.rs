@@ -179,6 +179,14 @@ mod tests {
                 },
                 "sm_90",
             ),
+            digest(
+                "13.0",
+                &Build {
+                    subnormals: true,
+                    ..base.clone()
+                },
+                "sm_90",
+            ),
             digest("13.0", &copy_build(Scalar::F32).define("X", 2), "sm_90"),
             digest("13.0", &copy_build(Scalar::F32).define("Y", 1), "sm_90"),
             digest(

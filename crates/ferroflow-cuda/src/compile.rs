@@ -124,6 +124,8 @@ pub struct Build {
     pub fmad: bool,
     /// Correctly rounded division and square root in f32 too (f64 always has them).
     pub exact_f32: bool,
+    /// f32 keeps subnormals, as a CPU that does not flush them (f64 always keeps them).
+    pub subnormals: bool,
     /// `-D` macros besides `REAL`, in order.
     pub defines: Vec<(&'static str, String)>,
 }
@@ -137,6 +139,7 @@ impl Build {
             precision,
             fmad: false,
             exact_f32: false,
+            subnormals: false,
             defines: Vec::new(),
         }
     }
@@ -155,7 +158,7 @@ impl Build {
             format!("--fmad={}", self.fmad),
             // CPU backends flush subnormals to zero; the GPU can in f32 only (f64 keeps
             // them, which changes nothing above 1e-300).
-            format!("--ftz={}", !f64),
+            format!("--ftz={}", !(f64 || self.subnormals)),
             // f32 builds may trade correctly rounded division and square root (a dozen
             // instructions each) for the hardware approximations (within 2 ulp); f64 stays
             // IEEE.

@@ -1,6 +1,8 @@
 // The finite elements' device formulas and fixed-order reductions: `__device__` twins of
-// src/fractional.rs, src/edges.rs and src/sum.rs, term for term in the same order (builds are
-// f64 without fused multiply-adds, so every value rounds as on the CPU).
+// src/fractional.rs, src/edges.rs and src/sum.rs, term for term in the same order, in the
+// working precision real_t (builds have no fused multiply-adds, IEEE division and square root,
+// and keep subnormals, so every value rounds as on the CPU). Every literal in an expression is cast to real_t:
+// a bare double literal would lift an f32 expression to f64.
 #ifndef FERROFLOW_FEM_CUH
 #define FERROFLOW_FEM_CUH
 #include "prelude.cuh"
@@ -14,10 +16,10 @@
 
 // The 16 values of a directed edge, as `EdgeTerms` in src/edges.rs.
 struct Edge {
-    double laplacian[9];
-    double mass;
-    double ni_dnj[3];
-    double dni_nj[3];
+    real_t laplacian[9];
+    real_t mass;
+    real_t ni_dnj[3];
+    real_t dni_nj[3];
 };
 
 // Where the mesh and its operators are: rows of the node graph, as `EdgeOperators`.
@@ -25,23 +27,23 @@ struct Rows {
     const unsigned* offsets;
     const unsigned* columns;
     const Edge* terms;
-    const double* lumped;
+    const real_t* lumped;
     idx_t n;
 };
 
-__device__ __forceinline__ double laplacian_trace(const Edge& e) {
+__device__ __forceinline__ real_t laplacian_trace(const Edge& e) {
     return e.laplacian[0] + e.laplacian[4] + e.laplacian[8];
 }
 
-__device__ __forceinline__ double dot3(const double* a, const double* b) {
+__device__ __forceinline__ real_t dot3(const real_t* a, const real_t* b) {
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
 }
 
-__device__ __forceinline__ double norm3(const double* a) { return sqrt(dot3(a, a)); }
+__device__ __forceinline__ real_t norm3(const real_t* a) { return sqrt(dot3(a, a)); }
 
 // aᵀ L a for a row-major 3 × 3 L.
-__device__ __forceinline__ double quadratic(const double* l, const double* a) {
-    double s = 0;
+__device__ __forceinline__ real_t quadratic(const real_t* l, const real_t* a) {
+    real_t s = 0;
     for (int r = 0; r < 3; ++r)
         for (int c = 0; c < 3; ++c) s += a[r] * l[3 * r + c] * a[c];
     return s;
@@ -49,12 +51,12 @@ __device__ __forceinline__ double quadratic(const double* l, const double* a) {
 
 enum Op { SUM = 0, MAX = 1, MIN = 2 };
 
-__device__ __forceinline__ double combine(double a, double b, int op) {
+__device__ __forceinline__ real_t combine(real_t a, real_t b, int op) {
     return op == SUM ? a + b : op == MAX ? fmax(a, b) : fmin(a, b);
 }
 
 // The lanes of a block added pairwise (src/sum.rs `lanes`); the total in thread 0.
-__device__ __forceinline__ double lane_tree(double x, double* scratch, int op) {
+__device__ __forceinline__ real_t lane_tree(real_t x, real_t* scratch, int op) {
     const int t = threadIdx.x;
     scratch[t] = x;
     __syncthreads();
@@ -62,16 +64,16 @@ __device__ __forceinline__ double lane_tree(double x, double* scratch, int op) {
         if (t < s) scratch[t] = combine(scratch[t], scratch[t + s], op);
         __syncthreads();
     }
-    const double total = scratch[0];
+    const real_t total = scratch[0];
     __syncthreads();
     return total;
 }
 
 // Where a reduction's block partials and totals go; `counter` starts at 0 and is left so.
 struct Reduction {
-    double* partials;
+    real_t* partials;
     unsigned* counter;
-    double* totals;
+    real_t* totals;
 };
 
 // Reduces each thread's K lane values (thread t of block b holds items b·SUM_BLOCK + t +
@@ -79,8 +81,8 @@ struct Reduction {
 // to finish adds them up as lanes and a tree into `totals`. True in thread 0 of that block,
 // after the totals are written (for a caller's final scalar work).
 template <int K>
-__device__ bool reduce_chunks(double (&x)[K], int op, const Reduction r) {
-    __shared__ double scratch[SUM_LANES];
+__device__ bool reduce_chunks(real_t (&x)[K], int op, const Reduction r) {
+    __shared__ real_t scratch[SUM_LANES];
     __shared__ bool last;
     const int t = threadIdx.x;
     for (int k = 0; k < K; ++k) x[k] = lane_tree(x[k], scratch, op);
@@ -93,7 +95,7 @@ __device__ bool reduce_chunks(double (&x)[K], int op, const Reduction r) {
     if (!last) return false;
     __threadfence();
     for (int k = 0; k < K; ++k) {
-        double y = op == MIN ? POSITIVE_INFINITY : 0.0;
+        real_t y = op == MIN ? (real_t)POSITIVE_INFINITY : (real_t)0;
         for (unsigned b = t; b < gridDim.x; b += SUM_LANES)
             y = combine(y, __ldcg(r.partials + b * K + k), op);
         y = lane_tree(y, scratch, op);

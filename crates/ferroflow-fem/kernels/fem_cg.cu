@@ -8,6 +8,8 @@
 #include "fem.cuh"
 
 // The solve's scalars, mirrored by `CgState` in src/cuda/cg.rs.
+// Its reals are f64 whatever real_t: they hold real_t values widened, exactly, and are read
+// back as real_t.
 struct CgState {
     double bb, rr, rw, relative_residual, gamma, rho, gamma_prev, rr_prev, rho_prev, tolerance;
     idx_t iterations, max_iterations, status;
@@ -22,31 +24,31 @@ struct CgState {
 // vectors, by the parity of the iterations done.
 struct Cg {
     CgState* state;
-    const double* f;        // the right-hand side
-    const double* f_total;  // Σ f, whose mean leaves f; null to keep f
-    const double* s;        // the scaling D^(-1/2)
-    double* sb;
-    double* y0;
-    double* y1;
-    double* r0;
-    double* r1;
-    double* w;
-    double* x;
+    const real_t* f;        // the right-hand side
+    const real_t* f_total;  // Σ f, whose mean leaves f; null to keep f
+    const real_t* s;        // the scaling D^(-1/2)
+    real_t* sb;
+    real_t* y0;
+    real_t* y1;
+    real_t* r0;
+    real_t* r1;
+    real_t* w;
+    real_t* x;
     Reduction red;
     idx_t n;
 };
 
 // S b, y = S⁻¹ x₀ (x₀ = 0) and (S b, S b); the state for a new solve.
 extern "C" __global__ void __launch_bounds__(SUM_LANES) cg_setup(const Cg a) {
-    double x[1] = {0.0};
+    real_t x[1] = {0.0};
     for (int k = 0; k < SUM_BLOCK / SUM_LANES; ++k) {
         const idx_t i = chunk_item(k, a.n);
         if (i < 0) continue;
-        double b = a.f[i];
-        if (a.f_total) b -= *a.f_total / (double)a.n;
-        const double sb = b * a.s[i];
+        real_t b = a.f[i];
+        if (a.f_total) b -= *a.f_total / (real_t)a.n;
+        const real_t sb = b * a.s[i];
         a.sb[i] = sb;
-        a.y0[i] = 0.0 / a.s[i];
+        a.y0[i] = (real_t)0 / a.s[i];
         x[0] += sb * sb;
     }
     if (!reduce_chunks<1>(x, SUM, a.red)) return;
@@ -64,7 +66,7 @@ extern "C" __global__ void __launch_bounds__(SUM_LANES) cg_setup(const Cg a) {
 extern "C" __global__ void cg_start(const Cg a) {
     const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.n || a.state->status != RUNNING) return;
-    const double r = a.sb[i] - a.w[i];
+    const real_t r = a.sb[i] - a.w[i];
     a.r0[i] = r;
     a.r1[i] = r;
     a.y1[i] = a.y0[i];
@@ -73,8 +75,8 @@ extern "C" __global__ void cg_start(const Cg a) {
 // (r, r) and (r, A r), then the iteration's decisions: stop, or γ and ρ for the update.
 extern "C" __global__ void __launch_bounds__(SUM_LANES) cg_dots(const Cg a, int parity) {
     if (a.state->status != RUNNING) return;
-    const double* r = parity ? a.r1 : a.r0;
-    double x[2] = {0.0, 0.0};
+    const real_t* r = parity ? a.r1 : a.r0;
+    real_t x[2] = {0.0, 0.0};
     for (int k = 0; k < SUM_BLOCK / SUM_LANES; ++k) {
         const idx_t i = chunk_item(k, a.n);
         if (i < 0) continue;
@@ -83,21 +85,25 @@ extern "C" __global__ void __launch_bounds__(SUM_LANES) cg_dots(const Cg a, int 
     }
     if (!reduce_chunks<2>(x, SUM, a.red)) return;
     CgState& st = *a.state;
-    const double rr = a.red.totals[0], rw = a.red.totals[1];
+    const real_t rr = a.red.totals[0], rw = a.red.totals[1];
     st.rr = rr;
     st.rw = rw;
-    st.relative_residual = sqrt(rr / st.bb);
-    if (st.relative_residual < st.tolerance) {
+    const real_t relative = sqrt(rr / (real_t)st.bb);
+    st.relative_residual = relative;
+    if (relative < (real_t)st.tolerance) {
         st.status = CONVERGED;
         return;
     }
-    if (st.iterations == st.max_iterations || rw <= 0.0 || !isfinite(rw)) {
+    if (st.iterations == st.max_iterations || rw <= (real_t)0 || !isfinite(rw)) {
         st.status = STOPPED;
         return;
     }
-    const double gamma = rr / rw;
-    const double rho =
-        st.iterations == 0 ? 1.0 : 1.0 / (1.0 - gamma / st.gamma_prev * rr / st.rr_prev / st.rho_prev);
+    const real_t gamma = rr / rw;
+    const real_t one = 1;
+    const real_t rho = st.iterations == 0
+                           ? one
+                           : one / (one - gamma / (real_t)st.gamma_prev * rr / (real_t)st.rr_prev /
+                                              (real_t)st.rho_prev);
     st.gamma = gamma;
     st.rho = rho;
     st.gamma_prev = gamma;
@@ -111,19 +117,19 @@ extern "C" __global__ void __launch_bounds__(SUM_LANES) cg_dots(const Cg a, int 
 extern "C" __global__ void cg_update(const Cg a, int parity) {
     const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.n || a.state->status != RUNNING) return;
-    const double gamma = a.state->gamma, rho = a.state->rho;
-    const double* y = parity ? a.y1 : a.y0;
-    const double* r = parity ? a.r1 : a.r0;
-    double* yp = parity ? a.y0 : a.y1;
-    double* rp = parity ? a.r0 : a.r1;
-    yp[i] = rho * (y[i] + gamma * r[i]) + (1.0 - rho) * yp[i];
-    rp[i] = rho * (r[i] - gamma * a.w[i]) + (1.0 - rho) * rp[i];
+    const real_t gamma = (real_t)a.state->gamma, rho = (real_t)a.state->rho;
+    const real_t* y = parity ? a.y1 : a.y0;
+    const real_t* r = parity ? a.r1 : a.r0;
+    real_t* yp = parity ? a.y0 : a.y1;
+    real_t* rp = parity ? a.r0 : a.r1;
+    yp[i] = rho * (y[i] + gamma * r[i]) + ((real_t)1 - rho) * yp[i];
+    rp[i] = rho * (r[i] - gamma * a.w[i]) + ((real_t)1 - rho) * rp[i];
 }
 
 // x = S y of the current y.
 extern "C" __global__ void cg_finish(const Cg a) {
     const idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= a.n) return;
-    const double* y = a.state->iterations % 2 ? a.y1 : a.y0;
+    const real_t* y = a.state->iterations % 2 ? a.y1 : a.y0;
     a.x[i] = y[i] * a.s[i];
 }

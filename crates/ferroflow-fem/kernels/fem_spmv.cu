@@ -18,23 +18,23 @@
 struct Spmv {
     const unsigned* starts;   // CSR: each row's first entry; SELL: each slice's
     const unsigned* columns;
-    const double* values;
+    const real_t* values;
     const unsigned* lengths;  // SELL: entries of each slice position's row
     const unsigned* rows;     // SELL: the row at each slice position (~0u: none)
-    const double* diagonal;   // A_II S_I
-    const double* s;
+    const real_t* diagonal;   // A_II S_I
+    const real_t* s;
     const idx_t* status;      // the solve's, or null
     idx_t n;                  // rows; SELL: slice positions
 };
 
 extern "C" __global__ void __launch_bounds__(SPMV_THREADS)
-    fem_spmv(const Spmv a, const double* __restrict__ x, double* __restrict__ w) {
+    fem_spmv(const Spmv a, const real_t* __restrict__ x, real_t* __restrict__ w) {
     if (a.status && *a.status != 0) return;
     const idx_t thread = (idx_t)blockIdx.x * SPMV_THREADS + threadIdx.x;
 #if defined(SPMV_CSR)
     const idx_t i = thread;
     if (i >= a.n) return;
-    double s = a.diagonal[i] * x[i];
+    real_t s = a.diagonal[i] * x[i];
     for (unsigned e = a.starts[i]; e < a.starts[i + 1]; ++e) s += a.values[e] * x[a.columns[e]];
     w[i] = a.s[i] * s;
 #elif defined(SPMV_VECTOR)
@@ -45,10 +45,10 @@ extern "C" __global__ void __launch_bounds__(SPMV_THREADS)
     const unsigned group = SPMV_LANES == 32 ? 0xffffffffu : ((1u << SPMV_LANES) - 1u)
                                                                 << (threadIdx.x % 32 - lane);
     const unsigned begin = a.starts[i], end = a.starts[i + 1];
-    double s = a.diagonal[i] * x[i];
+    real_t s = a.diagonal[i] * x[i];
     for (unsigned base = begin; base < end; base += SPMV_LANES) {
         const unsigned e = base + lane;
-        const double v = e < end ? a.values[e] * x[a.columns[e]] : 0.0;
+        const real_t v = e < end ? a.values[e] * x[a.columns[e]] : (real_t)0;
         const unsigned count = min(end - base, (unsigned)SPMV_LANES);
         for (unsigned t = 0; t < count; ++t) s += __shfl_sync(group, v, t, SPMV_LANES);
     }
@@ -61,7 +61,7 @@ extern "C" __global__ void __launch_bounds__(SPMV_THREADS)
     if (i == ~0u) return;
     const unsigned length = a.lengths[thread];
     const unsigned base = a.starts[slice] + lane;
-    double s = a.diagonal[i] * x[i];
+    real_t s = a.diagonal[i] * x[i];
     for (unsigned k = 0; k < length; ++k) s += a.values[base + 32 * k] * x[a.columns[base + 32 * k]];
     w[i] = a.s[i] * s;
 #else
@@ -71,10 +71,10 @@ extern "C" __global__ void __launch_bounds__(SPMV_THREADS)
 
 // v_p = H_src(p) S_column(p) for each stored position p (src: the CSR entry, ~0u for padding,
 // null for CSR order itself), and A_II S_I with S_I = 1 / sqrt(A_II).
-extern "C" __global__ void fem_scale_values(const Spmv a, const unsigned* source, const double* h,
+extern "C" __global__ void fem_scale_values(const Spmv a, const unsigned* source, const real_t* h,
                                             idx_t count) {
     const idx_t p = (idx_t)blockIdx.x * SPMV_THREADS + threadIdx.x;
     if (p >= count) return;
     const unsigned e = source ? source[p] : (unsigned)p;
-    if (e != ~0u) ((double*)a.values)[p] = h[e] * a.s[a.columns[p]];
+    if (e != ~0u) ((real_t*)a.values)[p] = h[e] * a.s[a.columns[p]];
 }

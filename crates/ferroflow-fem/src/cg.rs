@@ -3,25 +3,27 @@
 //! Jacobi preconditioning in symmetric form), solved in the three-term recurrence form (Saad,
 //! Iterative Methods, algorithm 6.18) whose one reduction per iteration gives both (r, r)
 //! and (r, A r): on a GPU one fused reduction, one matrix–vector product and one fused update
-//! of x and r per iteration. Sums run in a fixed order ([`crate::sum`]).
+//! of x and r per iteration. Sums run in a fixed order ([`crate::sum`]), everything in the
+//! working precision `R`.
 use crate::sum::{sums, MIN_ROWS};
+use ferroflow_core::Real;
 use rayon::prelude::*;
 
 /// A symmetric matrix on a graph's rows: off-diagonal `values` at `columns`, row I's in
 /// `offsets[I]..offsets[I + 1]`, and its `diagonal`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Matrix {
+pub struct Matrix<R: Real = f64> {
     /// Where each row's entries start (one more than rows).
     pub offsets: Vec<usize>,
     /// Column of each entry.
     pub columns: Vec<u32>,
     /// Off-diagonal values.
-    pub values: Vec<f64>,
+    pub values: Vec<R>,
     /// Diagonal values (positive).
-    pub diagonal: Vec<f64>,
+    pub diagonal: Vec<R>,
 }
 
-impl Matrix {
+impl<R: Real> Matrix<R> {
     /// Number of rows.
     pub fn rows(&self) -> usize {
         self.diagonal.len()
@@ -29,7 +31,7 @@ impl Matrix {
 
     /// (S A S x)_I with S = `scale` (a diagonal), for every row: `out` (the solver's
     /// matrix–vector product).
-    pub fn scaled_product(&self, scale: &[f64], x: &[f64], out: &mut [f64]) {
+    pub fn scaled_product(&self, scale: &[R], x: &[R], out: &mut [R]) {
         out.par_iter_mut()
             .with_min_len(MIN_ROWS)
             .enumerate()
@@ -37,7 +39,7 @@ impl Matrix {
                 let r = self.offsets[i]..self.offsets[i + 1];
                 let mut s = self.diagonal[i] * scale[i] * x[i];
                 for (j, a) in self.columns[r.clone()].iter().zip(&self.values[r]) {
-                    s += a * scale[*j as usize] * x[*j as usize];
+                    s = s + *a * scale[*j as usize] * x[*j as usize];
                 }
                 *o = scale[i] * s;
             });
@@ -49,57 +51,67 @@ impl Matrix {
 pub struct Outcome {
     /// Iterations (matrix–vector products) done.
     pub iterations: usize,
-    /// |r| / |b| of the scaled system at the end.
+    /// |r| / |b| of the scaled system at the end (computed in the working precision).
     pub relative_residual: f64,
     /// Whether it reached the tolerance.
     pub converged: bool,
 }
 
+/// The smallest relative tolerance a solve in precision `R` is asked for: 32 ε (3.8e-6 in
+/// f32, 7.1e-15 in f64). The recurrence's residual drifts from the true one by round-off of
+/// order ε times the matrix's condition; a tolerance below a few ε would be met, if at all,
+/// only by that drift, so cases refuse it rather than stall or pretend.
+pub fn finest_tolerance<R: Real>() -> f64 {
+    32.0 * R::epsilon().f64()
+}
+
 /// Solves A x = b from the `x` given, until |r| / |b| of the scaled system falls below
-/// `tolerance` or after `max_iterations`.
-pub fn solve(
-    a: &Matrix,
-    b: &[f64],
-    x: &mut [f64],
+/// `tolerance` (rounded to `R`) or after `max_iterations`.
+pub fn solve<R: Real>(
+    a: &Matrix<R>,
+    b: &[R],
+    x: &mut [R],
     tolerance: f64,
     max_iterations: usize,
 ) -> Outcome {
     let n = a.rows();
     assert!(b.len() == n && x.len() == n, "one value per row");
-    let scale: Vec<f64> = a.diagonal.iter().map(|d| 1.0 / d.sqrt()).collect();
+    let (zero, one, tolerance) = (R::zero(), R::one(), R::of(tolerance));
+    let scale: Vec<R> = a.diagonal.iter().map(|d| one / d.sqrt()).collect();
     // y = S⁻¹ x solves (S A S) y = S b.
-    let mut y: Vec<f64> = x.iter().zip(&scale).map(|(x, s)| x / s).collect();
-    let sb: Vec<f64> = b.iter().zip(&scale).map(|(b, s)| b * s).collect();
+    let mut y: Vec<R> = x.iter().zip(&scale).map(|(x, s)| *x / *s).collect();
+    let sb: Vec<R> = b.iter().zip(&scale).map(|(b, s)| *b * *s).collect();
     let [bb] = sums(n, |i| [sb[i] * sb[i]]);
-    let mut w = vec![0.0; n];
+    let mut w = vec![zero; n];
     a.scaled_product(&scale, &y, &mut w);
-    let mut r: Vec<f64> = sb.iter().zip(&w).map(|(b, w)| b - w).collect();
+    let mut r: Vec<R> = sb.iter().zip(&w).map(|(b, w)| *b - *w).collect();
     let (mut y_prev, mut r_prev) = (y.clone(), r.clone());
-    let (mut gamma_prev, mut rr_prev, mut rho_prev) = (0.0, 0.0, 1.0);
+    let (mut gamma_prev, mut rr_prev, mut rho_prev) = (zero, zero, one);
     let mut outcome = Outcome {
         iterations: 0,
         relative_residual: 0.0,
-        converged: bb == 0.0,
+        converged: bb == zero,
     };
-    if bb == 0.0 {
-        x.iter_mut().for_each(|x| *x = 0.0);
+    if bb == zero {
+        x.iter_mut().for_each(|x| *x = zero);
         return outcome;
     }
     loop {
         a.scaled_product(&scale, &r, &mut w);
         let [rr, rw] = sums(n, |i| [r[i] * r[i], r[i] * w[i]]);
-        outcome.relative_residual = (rr / bb).sqrt();
-        if outcome.relative_residual < tolerance {
+        let relative = (rr / bb).sqrt();
+        outcome.relative_residual = relative.f64();
+        if relative < tolerance {
             outcome.converged = true;
             break;
         }
-        if outcome.iterations == max_iterations || rw <= 0.0 || !rw.is_finite() {
+        if outcome.iterations == max_iterations || rw <= zero || !rw.is_finite() {
             break;
         }
         let gamma = rr / rw;
         let rho = match outcome.iterations {
-            0 => 1.0,
-            _ => 1.0 / (1.0 - gamma / gamma_prev * rr / rr_prev / rho_prev),
+            0 => one,
+            _ => one / (one - gamma / gamma_prev * rr / rr_prev / rho_prev),
         };
         // x_{j+1} = ρ (x_j + γ r_j) + (1 − ρ) x_{j−1}, and r likewise with −γ A r_j; the
         // older vectors take the new values, so that the current ones become the older.
@@ -109,8 +121,8 @@ pub fn solve(
             .zip(y.par_iter().zip(r.par_iter()).zip(w.par_iter()))
             .with_min_len(MIN_ROWS)
             .for_each(|((yp, rp), ((y, r), w))| {
-                *yp = rho * (y + gamma * r) + (1.0 - rho) * *yp;
-                *rp = rho * (r - gamma * w) + (1.0 - rho) * *rp;
+                *yp = rho * (*y + gamma * *r) + (one - rho) * *yp;
+                *rp = rho * (*r - gamma * *w) + (one - rho) * *rp;
             });
         std::mem::swap(&mut y, &mut y_prev);
         std::mem::swap(&mut r, &mut r_prev);
@@ -118,7 +130,7 @@ pub fn solve(
         outcome.iterations += 1;
     }
     for ((x, y), s) in x.iter_mut().zip(&y).zip(&scale) {
-        *x = y * s;
+        *x = *y * *s;
     }
     outcome
 }
@@ -212,6 +224,27 @@ mod tests {
         );
         assert!(out.converged && out.relative_residual < 1e-10);
         let (_, short) = run(2, 1e-10, 3);
+        // f32: the same matrix rounded, to the finest tolerance f32 is asked for.
+        let single = Matrix {
+            offsets: a.offsets.clone(),
+            columns: a.columns.clone(),
+            values: a.values.iter().map(|&v| v as f32).collect(),
+            diagonal: a.diagonal.iter().map(|&v| v as f32).collect(),
+        };
+        let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
+        let mut p32 = vec![0.0f32; a.rows()];
+        let tolerance = finest_tolerance::<f32>();
+        let out32 = solve(&single, &b32, &mut p32, tolerance, 1000);
+        assert!(
+            out32.converged && out32.iterations < 2 * out.iterations,
+            "{out32:?}"
+        );
+        for (s, d) in p32.iter().zip(&one) {
+            assert!(
+                (*s as f64 - d).abs() < 1e-4 * (1.0 + d.abs()),
+                "{s} against {d}"
+            );
+        }
         assert_eq!((short.iterations, short.converged), (3, false));
         // Nothing to solve: zero, at once.
         let mut p = vec![1.0; a.rows()];

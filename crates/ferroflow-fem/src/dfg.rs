@@ -20,6 +20,7 @@
 //! / (ρ Ū² D H). The mesh comes from a file (the patches inlet, outlet, walls, cylinder of
 //! `crates/ferroflow-mesh/geo/dfg-channel.geo`).
 use crate::fractional::{Controls, Fluid, FractionalStep, March};
+use ferroflow_core::Real;
 use ferroflow_mesh::{Mesh, MeshError};
 
 /// Channel height and width H (m).
@@ -126,18 +127,23 @@ pub fn run(mesh: &Mesh, tolerance: f64, end: f64) -> Result<Forces, MeshError> {
 }
 
 /// The force of the fluid on the no-slip nodes `on` marks, from their momentum equations'
-/// residuals (see the module's comment); `viscosity` is ρν.
-pub fn force(s: &FractionalStep, on: &[bool], viscosity: f64) -> [f64; 3] {
+/// residuals (see the module's comment); `viscosity` is ρν. Summed in f64 whatever the
+/// precision `R` of the state.
+pub fn force<R: Real>(s: &FractionalStep<R>, on: &[bool], viscosity: f64) -> [f64; 3] {
     let ops = s.operators();
+    let (u, p) = (
+        |i: usize, a: usize| s.u[i][a].f64(),
+        |i: usize| s.p[i].f64(),
+    );
     let mut total = [0.0; 3];
     for i in (0..ops.nodes()).filter(|&i| on[i]) {
         let (cols, terms) = ops.row(i);
         for (&j, e) in cols.iter().zip(terms) {
             let j = j as usize;
-            let viscous = viscosity * e.laplacian_trace();
+            let viscous = viscosity * e.laplacian_trace().f64();
             for a in 0..3 {
-                let weak_p = e.dni_nj[a] * s.p[j] - e.ni_dnj[a] * s.p[i];
-                total[a] -= viscous * (s.u[j][a] - s.u[i][a]) - weak_p;
+                let weak_p = e.dni_nj[a].f64() * p(j) - e.ni_dnj[a].f64() * p(i);
+                total[a] -= viscous * (u(j, a) - u(i, a)) - weak_p;
             }
         }
     }

@@ -13,45 +13,67 @@
 //! (the rows of the node graph, `ferroflow_mesh::topology::node_graph`), 16 values per entry
 //! as the seed packs them. Since Σ_J N_J = 1, every formula is written on differences
 //! (u_J − u_I), which vanish for constants.
+//!
+//! The operators are assembled in f64 whatever the working precision (geometry, and sums of
+//! up to two dozen elements' parts), then rounded once to it ([`EdgeOperators::new`]).
 use crate::sum::MIN_ROWS;
+use ferroflow_core::Real;
 use ferroflow_mesh::topology::{self, Graph};
 use ferroflow_mesh::{Kind, Mesh, MeshError};
 use rayon::prelude::*;
 
-/// The 16 values of one directed edge (128 bytes).
+/// The 16 values of one directed edge (128 bytes in f64, 64 in f32).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct EdgeTerms {
+pub struct EdgeTerms<R: Real = f64> {
     /// L^d_IJ = ∫ ∇N_I ⊗ ∇N_J, row-major.
-    pub laplacian: [f64; 9],
+    pub laplacian: [R; 9],
     /// M^c_IJ = ∫ N_I N_J.
-    pub mass: f64,
+    pub mass: R,
     /// ∇_IJ = ∫ N_I ∇N_J.
-    pub ni_dnj: [f64; 3],
+    pub ni_dnj: [R; 3],
     /// G_IJ = ∫ ∇N_I N_J.
-    pub dni_nj: [f64; 3],
+    pub dni_nj: [R; 3],
 }
 
-impl EdgeTerms {
+impl<R: Real> EdgeTerms<R> {
     /// L_IJ = tr L^d_IJ = ∫ ∇N_I · ∇N_J.
-    pub fn laplacian_trace(&self) -> f64 {
+    pub fn laplacian_trace(&self) -> R {
         self.laplacian[0] + self.laplacian[4] + self.laplacian[8]
+    }
+
+    /// The 16 values in their order (the GPU's layout).
+    pub fn values(&self) -> impl Iterator<Item = R> + '_ {
+        (self.laplacian.iter().chain([&self.mass]))
+            .chain(&self.ni_dnj)
+            .chain(&self.dni_nj)
+            .copied()
+    }
+
+    fn rounded<T: Real>(&self) -> EdgeTerms<T> {
+        EdgeTerms {
+            laplacian: self.laplacian.map(|v| T::of(v.f64())),
+            mass: T::of(self.mass.f64()),
+            ni_dnj: self.ni_dnj.map(|v| T::of(v.f64())),
+            dni_nj: self.dni_nj.map(|v| T::of(v.f64())),
+        }
     }
 }
 
-/// A tetrahedral mesh's operators per directed edge, in the rows of its node graph.
+/// A tetrahedral mesh's operators per directed edge, in the rows of its node graph, in the
+/// working precision `R`.
 #[derive(Debug, Clone)]
-pub struct EdgeOperators {
+pub struct EdgeOperators<R: Real = f64> {
     /// Row I's entries are `offsets[I]..offsets[I + 1]`, columns increasing.
     pub offsets: Vec<usize>,
     /// Column J of each entry.
     pub columns: Vec<u32>,
     /// The terms of each entry.
-    pub terms: Vec<EdgeTerms>,
+    pub terms: Vec<EdgeTerms<R>>,
     /// M_II = ∫ N_I.
-    pub lumped: Vec<f64>,
+    pub lumped: Vec<R>,
     /// Smallest height over node I of its elements.
-    pub h_min: Vec<f64>,
+    pub h_min: Vec<R>,
 }
 
 type Vec3 = [f64; 3];
@@ -70,76 +92,92 @@ pub fn tet_gradients(x: &[Vec3; 4]) -> (f64, [Vec3; 4]) {
     (volume, grads)
 }
 
-impl EdgeOperators {
+impl<R: Real> EdgeOperators<R> {
     /// The operators of `mesh`, whose cells must all be tetrahedra of positive volume (an
-    /// error names the first that is not).
-    pub fn new(mesh: &Mesh) -> Result<EdgeOperators, MeshError> {
-        let graph: Graph = topology::node_graph(mesh);
-        let n = mesh.nodes.len();
-        let mut terms = vec![EdgeTerms::default(); graph.targets.len()];
-        let mut lumped = vec![0.0; n];
-        let mut h_min = vec![f64::INFINITY; n];
-        for (c, (kind, nodes)) in mesh.cells.iter().enumerate() {
-            if kind != Kind::Tet4 {
-                return Err(MeshError::Invalid(format!(
-                    "cell {c} is a {}: edge-based finite elements take tetrahedra only",
-                    kind.name()
-                )));
-            }
-            let x: [Vec3; 4] = std::array::from_fn(|i| mesh.nodes[nodes[i] as usize]);
-            let (v, g) = tet_gradients(&x);
-            if v.is_nan() || v <= 0.0 {
-                return Err(MeshError::Invalid(format!(
-                    "cell {c} (a tetrahedron on nodes {nodes:?}) has volume {v:e}"
-                )));
-            }
-            for i in 0..4 {
-                let node = nodes[i] as usize;
-                lumped[node] += v / 4.0;
-                h_min[node] = h_min[node].min(1.0 / topology::norm(g[i]));
-                let row = &graph.targets[graph.offsets[node]..graph.offsets[node + 1]];
-                for j in (0..4).filter(|&j| j != i) {
-                    let at = graph.offsets[node] + row.partition_point(|&t| t < nodes[j]);
-                    let t = &mut terms[at];
-                    t.mass += v / 20.0;
-                    for a in 0..3 {
-                        for b in 0..3 {
-                            t.laplacian[3 * a + b] += v * g[i][a] * g[j][b];
-                        }
-                        t.ni_dnj[a] += v / 4.0 * g[j][a];
-                        t.dni_nj[a] += v / 4.0 * g[i][a];
+    /// error names the first that is not): assembled in f64, rounded to `R`.
+    pub fn new(mesh: &Mesh) -> Result<EdgeOperators<R>, MeshError> {
+        let ops = assemble(mesh)?;
+        let round = |v: Vec<f64>| v.into_iter().map(R::of).collect();
+        Ok(EdgeOperators {
+            // In place where `R` is f64 (the same size): no second copy of the terms.
+            terms: ops.terms.into_iter().map(|t| t.rounded()).collect(),
+            offsets: ops.offsets,
+            columns: ops.columns,
+            lumped: round(ops.lumped),
+            h_min: round(ops.h_min),
+        })
+    }
+}
+
+/// The operators of `mesh` in f64 (see [`EdgeOperators::new`]).
+fn assemble(mesh: &Mesh) -> Result<EdgeOperators<f64>, MeshError> {
+    let graph: Graph = topology::node_graph(mesh);
+    let n = mesh.nodes.len();
+    let mut terms = vec![EdgeTerms::default(); graph.targets.len()];
+    let mut lumped = vec![0.0; n];
+    let mut h_min = vec![f64::INFINITY; n];
+    for (c, (kind, nodes)) in mesh.cells.iter().enumerate() {
+        if kind != Kind::Tet4 {
+            return Err(MeshError::Invalid(format!(
+                "cell {c} is a {}: edge-based finite elements take tetrahedra only",
+                kind.name()
+            )));
+        }
+        let x: [Vec3; 4] = std::array::from_fn(|i| mesh.nodes[nodes[i] as usize]);
+        let (v, g) = tet_gradients(&x);
+        if v.is_nan() || v <= 0.0 {
+            return Err(MeshError::Invalid(format!(
+                "cell {c} (a tetrahedron on nodes {nodes:?}) has volume {v:e}"
+            )));
+        }
+        for i in 0..4 {
+            let node = nodes[i] as usize;
+            lumped[node] += v / 4.0;
+            h_min[node] = h_min[node].min(1.0 / topology::norm(g[i]));
+            let row = &graph.targets[graph.offsets[node]..graph.offsets[node + 1]];
+            for j in (0..4).filter(|&j| j != i) {
+                let at = graph.offsets[node] + row.partition_point(|&t| t < nodes[j]);
+                let t = &mut terms[at];
+                t.mass += v / 20.0;
+                for a in 0..3 {
+                    for b in 0..3 {
+                        t.laplacian[3 * a + b] += v * g[i][a] * g[j][b];
                     }
+                    t.ni_dnj[a] += v / 4.0 * g[j][a];
+                    t.dni_nj[a] += v / 4.0 * g[i][a];
                 }
             }
         }
-        Ok(EdgeOperators {
-            offsets: graph.offsets,
-            columns: graph.targets,
-            terms,
-            lumped,
-            h_min,
-        })
     }
+    Ok(EdgeOperators {
+        offsets: graph.offsets,
+        columns: graph.targets,
+        terms,
+        lumped,
+        h_min,
+    })
+}
 
+impl<R: Real> EdgeOperators<R> {
     /// Number of nodes.
     pub fn nodes(&self) -> usize {
         self.lumped.len()
     }
 
     /// Row I: its entries' columns and terms.
-    pub fn row(&self, i: usize) -> (&[u32], &[EdgeTerms]) {
+    pub fn row(&self, i: usize) -> (&[u32], &[EdgeTerms<R>]) {
         let r = self.offsets[i]..self.offsets[i + 1];
         (&self.columns[r.clone()], &self.terms[r])
     }
 
     /// Strong gradient, π_I = Σ_J ∇_IJ (p_J − p_I) (≈ M_II ∇p at I), at every node.
-    pub fn gradient(&self, p: &[f64]) -> Vec<Vec3> {
+    pub fn gradient(&self, p: &[R]) -> Vec<[R; 3]> {
         self.per_node(|i, cols, terms| {
-            let mut s = [0.0; 3];
+            let mut s = [R::zero(); 3];
             for (j, t) in cols.iter().zip(terms) {
                 let d = p[*j as usize] - p[i];
                 for a in 0..3 {
-                    s[a] += t.ni_dnj[a] * d;
+                    s[a] = s[a] + t.ni_dnj[a] * d;
                 }
             }
             s
@@ -148,24 +186,24 @@ impl EdgeOperators {
 
     /// Σ_J L_IJ (u_J − u_I) = ∫ ∇N_I · ∇u (≈ −M_II ∆u at I inside; at boundary nodes with
     /// the boundary flux), at every node.
-    pub fn laplacian(&self, u: &[f64]) -> Vec<f64> {
+    pub fn laplacian(&self, u: &[R]) -> Vec<R> {
         self.per_node(|i, cols, terms| {
-            let mut s = 0.0;
+            let mut s = R::zero();
             for (j, t) in cols.iter().zip(terms) {
-                s += t.laplacian_trace() * (u[*j as usize] - u[i]);
+                s = s + t.laplacian_trace() * (u[*j as usize] - u[i]);
             }
             s
         })
     }
 
     /// Divergence, Σ_J ∇_IJ · (u_J − u_I) (≈ M_II ∇·u at I), at every node.
-    pub fn divergence(&self, u: &[Vec3]) -> Vec<f64> {
+    pub fn divergence(&self, u: &[[R; 3]]) -> Vec<R> {
         self.per_node(|i, cols, terms| {
-            let mut s = 0.0;
+            let mut s = R::zero();
             for (j, t) in cols.iter().zip(terms) {
                 let uj = u[*j as usize];
                 for a in 0..3 {
-                    s += t.ni_dnj[a] * (uj[a] - u[i][a]);
+                    s = s + t.ni_dnj[a] * (uj[a] - u[i][a]);
                 }
             }
             s
@@ -173,7 +211,7 @@ impl EdgeOperators {
     }
 
     /// `f(i, columns, terms)` of every row, in parallel.
-    fn per_node<T: Send>(&self, f: impl Fn(usize, &[u32], &[EdgeTerms]) -> T + Sync) -> Vec<T> {
+    fn per_node<T: Send>(&self, f: impl Fn(usize, &[u32], &[EdgeTerms<R>]) -> T + Sync) -> Vec<T> {
         (0..self.nodes())
             .into_par_iter()
             .with_min_len(MIN_ROWS)
@@ -280,7 +318,7 @@ mod tests {
         assert!(s.iter().all(|c| c.abs() < 1e-15));
         let mut hexes = box_mesh(BoxCells::Hex, [1, 1, 1], [1.0; 3]).unwrap();
         hexes.faces = Default::default();
-        let e = EdgeOperators::new(&hexes).unwrap_err().to_string();
+        let e = EdgeOperators::<f64>::new(&hexes).unwrap_err().to_string();
         assert!(e.contains("cell 0 is a hexahedron"), "{e}");
     }
 }

@@ -46,19 +46,22 @@
 //! Δt_J) / 2 per edge (K_Δt), in the correction as Δt_I. τ does not depend on Δt, so the
 //! steady state, the fixed point above, is the same as with one Δt; only the way to it is
 //! not time-accurate.
+//!
+//! Precision: the state, the operators, every formula and sum run in the working precision
+//! `R` (f64 or f32); the controls, the fluid and the time are f64, rounded to `R` where a
+//! formula takes them; reports widen to f64.
 use crate::cg::{self, Matrix, Outcome};
 use crate::edges::{EdgeOperators, EdgeTerms};
 use crate::sum::{sums, MIN_ROWS};
+use ferroflow_core::Real;
 use ferroflow_mesh::{Mesh, MeshError};
 use rayon::prelude::*;
 
-type Vec3 = [f64; 3];
-
-fn dot(a: Vec3, b: Vec3) -> f64 {
+fn dot<R: Real>(a: [R; 3], b: [R; 3]) -> R {
     a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 }
 
-fn norm(a: Vec3) -> f64 {
+fn norm<R: Real>(a: [R; 3]) -> R {
     dot(a, a).sqrt()
 }
 
@@ -139,49 +142,49 @@ pub struct March {
 }
 
 /// What a step's momentum stages take from u^n ([`FractionalStep::freeze`]).
-pub struct Frozen {
+pub struct Frozen<R: Real = f64> {
     /// τ of convection per node.
-    tau: Vec<f64>,
+    tau: Vec<R>,
     /// The convection's projection ξ per node.
-    xi: Vec<Vec3>,
+    xi: Vec<[R; 3]>,
 }
 
-/// The solver's state on one mesh.
-pub struct FractionalStep {
-    pub(crate) ops: EdgeOperators,
+/// The solver's state on one mesh, in the working precision `R`.
+pub struct FractionalStep<R: Real = f64> {
+    pub(crate) ops: EdgeOperators<R>,
     pub(crate) fluid: Fluid,
     pub(crate) controls: Controls,
     /// h_I = M_II^(1/3).
-    pub(crate) h: Vec<f64>,
+    pub(crate) h: Vec<R>,
     pub(crate) fixed_velocity: Vec<bool>,
     pub(crate) fixed_pressure: Vec<bool>,
     /// The node of fixed pressure when there is only one: it sets the level.
     pub(crate) level: Option<usize>,
     /// The pressure matrix, refilled every step (the node graph's pattern).
-    matrix: Matrix,
+    matrix: Matrix<R>,
     /// Velocity at the nodes.
-    pub u: Vec<Vec3>,
+    pub u: Vec<[R; 3]>,
     /// Pressure at the nodes.
-    pub p: Vec<f64>,
+    pub p: Vec<R>,
 }
 
 /// Σ over row I of `f(J, terms)` for three components.
-fn gather3(
+fn gather3<R: Real>(
     cols: &[u32],
-    terms: &[EdgeTerms],
-    mut f: impl FnMut(usize, &EdgeTerms) -> Vec3,
-) -> Vec3 {
-    let mut s = [0.0; 3];
+    terms: &[EdgeTerms<R>],
+    mut f: impl FnMut(usize, &EdgeTerms<R>) -> [R; 3],
+) -> [R; 3] {
+    let mut s = [R::zero(); 3];
     for (j, t) in cols.iter().zip(terms) {
         let v = f(*j as usize, t);
         for a in 0..3 {
-            s[a] += v[a];
+            s[a] = s[a] + v[a];
         }
     }
     s
 }
 
-impl FractionalStep {
+impl<R: Real> FractionalStep<R> {
     /// The solver on a tetrahedral `mesh`, velocity held at the nodes `fixed_velocity` marks
     /// and pressure at those of `fixed_pressure` (at least one, or the pressure has no
     /// level; only one: it sets the level, see the module's comment), from the state `u`, `p`.
@@ -191,10 +194,10 @@ impl FractionalStep {
         controls: Controls,
         fixed_velocity: Vec<bool>,
         fixed_pressure: Vec<bool>,
-        u: Vec<Vec3>,
-        p: Vec<f64>,
-    ) -> Result<FractionalStep, MeshError> {
-        let ops = EdgeOperators::new(mesh)?;
+        u: Vec<[R; 3]>,
+        p: Vec<R>,
+    ) -> Result<FractionalStep<R>, MeshError> {
+        let ops = EdgeOperators::<R>::new(mesh)?;
         let n = ops.nodes();
         if [fixed_velocity.len(), fixed_pressure.len(), u.len(), p.len()] != [n; 4] {
             return Err(MeshError::Invalid(format!(
@@ -209,8 +212,8 @@ impl FractionalStep {
         let matrix = Matrix {
             offsets: ops.offsets.clone(),
             columns: ops.columns.clone(),
-            values: vec![0.0; ops.columns.len()],
-            diagonal: vec![0.0; n],
+            values: vec![R::zero(); ops.columns.len()],
+            diagonal: vec![R::zero(); n],
         };
         let mut fixed_nodes = (0..n).filter(|&i| fixed_pressure[i]);
         let level = match (fixed_nodes.next(), fixed_nodes.next()) {
@@ -232,21 +235,23 @@ impl FractionalStep {
     }
 
     /// The edge operators.
-    pub fn operators(&self) -> &EdgeOperators {
+    pub fn operators(&self) -> &EdgeOperators<R> {
         &self.ops
     }
 
     /// The time step of the stability estimate: min_I of [`FractionalStep::local_time_steps`].
     pub fn time_step(&self) -> f64 {
-        self.local_time_steps()
-            .into_iter()
-            .fold(f64::INFINITY, f64::min)
+        (self.local_time_steps().into_iter())
+            .fold(R::infinity(), R::min)
+            .f64()
     }
 
     /// Each node's stability estimate, CFL / (2|u|/h_min + 4ν/h_min²), |u| the larger of |u_I|
     /// and |u_I − u_J| over the neighbours, at most `dt_max`.
-    pub fn local_time_steps(&self) -> Vec<f64> {
-        let nu = self.fluid.viscosity;
+    pub fn local_time_steps(&self) -> Vec<R> {
+        let nu = R::of(self.fluid.viscosity);
+        let (cfl, dt_max) = (R::of(self.controls.cfl), R::of(self.controls.dt_max));
+        let (two, four) = (R::of(2.0), R::of(4.0));
         (0..self.ops.nodes())
             .into_par_iter()
             .with_min_len(MIN_ROWS)
@@ -254,50 +259,51 @@ impl FractionalStep {
                 let (cols, _) = self.ops.row(i);
                 let speed = (cols.iter())
                     .map(|&j| norm(sub(self.u[j as usize], self.u[i])))
-                    .fold(norm(self.u[i]), f64::max);
+                    .fold(norm(self.u[i]), R::max);
                 let h = self.ops.h_min[i];
-                let dt = self.controls.cfl / (2.0 * speed / h + 4.0 * nu / (h * h));
-                dt.min(self.controls.dt_max)
+                let dt = cfl / (two * speed / h + four * nu / (h * h));
+                dt.min(dt_max)
             })
             .collect()
     }
 
     /// τ at every node for the factor `c` (see the module's comment).
-    fn tau(&self, c: f64) -> Vec<f64> {
-        let nu = self.fluid.viscosity;
+    fn tau(&self, c: f64) -> Vec<R> {
+        let (nu, c) = (R::of(self.fluid.viscosity), R::of(c));
+        let (two, four) = (R::of(2.0), R::of(4.0));
         let rate =
-            |i: usize| 2.0 * norm(self.u[i]) / self.h[i] + 4.0 * nu / (self.h[i] * self.h[i]);
+            |i: usize| two * norm(self.u[i]) / self.h[i] + four * nu / (self.h[i] * self.h[i]);
         let fastest = (0..self.ops.nodes())
             .into_par_iter()
             .with_min_len(MIN_ROWS)
             .map(rate)
-            .reduce(|| 0.0, f64::max);
+            .reduce(R::zero, R::max);
         (0..self.ops.nodes())
             .into_par_iter()
             .with_min_len(MIN_ROWS)
-            .map(|i| 1.0 / (rate(i) + c * fastest))
+            .map(|i| R::one() / (rate(i) + c * fastest))
             .collect()
     }
 
-    /// Advances the state by `dt` from time `t`; `boundary(node, time)` is the velocity of a
-    /// fixed-velocity node.
+    /// Advances the state by `dt` (rounded to `R`) from time `t`; `boundary(node, time)` is
+    /// the velocity of a fixed-velocity node.
     pub fn step(
         &mut self,
         dt: f64,
         t: f64,
-        boundary: &(dyn Fn(usize, f64) -> Vec3 + Sync),
+        boundary: &(dyn Fn(usize, f64) -> [f64; 3] + Sync),
     ) -> StepReport {
-        self.advance(&vec![dt; self.ops.nodes()], dt, t, boundary)
+        self.advance(&vec![R::of(dt); self.ops.nodes()], dt, t, boundary)
     }
 
     /// [`FractionalStep::step`] by `dt[I]` at node I (local time steps, see the module's
     /// comment); the boundary is taken at times from `t` to `t + dt_boundary`.
     pub fn advance(
         &mut self,
-        dt: &[f64],
+        dt: &[R],
         dt_boundary: f64,
         t: f64,
-        boundary: &(dyn Fn(usize, f64) -> Vec3 + Sync),
+        boundary: &(dyn Fn(usize, f64) -> [f64; 3] + Sync),
     ) -> StepReport {
         let n = self.ops.nodes();
         let frozen = self.freeze();
@@ -305,6 +311,7 @@ impl FractionalStep {
         // Classical Runge–Kutta: stage velocities at t + α Δt, weights β.
         const ALPHA: [f64; 3] = [0.5, 0.5, 1.0];
         const BETA: [f64; 4] = [1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0];
+        let (alpha, beta) = (ALPHA.map(R::of), BETA.map(R::of));
         let mut stage = u0.clone();
         let mut sum = u0.clone();
         for s in 0..4 {
@@ -312,9 +319,9 @@ impl FractionalStep {
             for i in 0..n {
                 let m = dt[i] / self.ops.lumped[i];
                 for c in 0..3 {
-                    sum[i][c] += BETA[s] * m * r[i][c];
+                    sum[i][c] = sum[i][c] + beta[s] * m * r[i][c];
                     if s < 3 {
-                        stage[i][c] = u0[i][c] + ALPHA[s] * m * r[i][c];
+                        stage[i][c] = u0[i][c] + alpha[s] * m * r[i][c];
                     }
                 }
             }
@@ -337,7 +344,7 @@ impl FractionalStep {
 
     /// What a step freezes at u^n for its four stages: τ of convection and the convection's
     /// projection ξ.
-    pub fn freeze(&self) -> Frozen {
+    pub fn freeze(&self) -> Frozen<R> {
         let ops = &self.ops;
         let u = &self.u;
         let xi = (0..ops.nodes())
@@ -361,9 +368,9 @@ impl FractionalStep {
 
     /// The momentum's right-hand side M du/dt at the stage velocity `u` with p^n (the module's
     /// comment): one pass over the directed edges.
-    pub fn momentum(&self, frozen: &Frozen, u: &[Vec3]) -> Vec<Vec3> {
+    pub fn momentum(&self, frozen: &Frozen<R>, u: &[[R; 3]]) -> Vec<[R; 3]> {
         let ops = &self.ops;
-        let (nu, rho) = (self.fluid.viscosity, self.fluid.density);
+        let (nu, rho) = (R::of(self.fluid.viscosity), R::of(self.fluid.density));
         let (p, xi, tau) = (&self.p, &frozen.xi, &frozen.tau);
         (0..ops.nodes())
             .into_par_iter()
@@ -389,7 +396,7 @@ impl FractionalStep {
     }
 
     /// The pressure matrix H of the last step.
-    pub fn pressure_matrix(&self) -> &Matrix {
+    pub fn pressure_matrix(&self) -> &Matrix<R> {
         &self.matrix
     }
 
@@ -400,20 +407,20 @@ impl FractionalStep {
         &mut self,
         tolerance: f64,
         end: f64,
-        boundary: &(dyn Fn(usize, f64) -> Vec3 + Sync),
+        boundary: &(dyn Fn(usize, f64) -> [f64; 3] + Sync),
     ) -> March {
         let (mut time, mut steps, mut cg) = (0.0, 0, 0);
         let (mut rate, mut pressure_rate) = (f64::INFINITY, f64::INFINITY);
         while rate.max(pressure_rate) >= tolerance && time < end {
             let mut dt = self.local_time_steps();
-            let smallest = dt.iter().copied().fold(f64::INFINITY, f64::min);
+            let smallest = dt.iter().copied().fold(R::infinity(), R::min);
             if !self.controls.local_time_steps {
                 dt.iter_mut().for_each(|d| *d = smallest);
             }
             let (u, p) = (self.u.clone(), self.p.clone());
-            let report = self.advance(&dt, smallest, time, boundary);
+            let report = self.advance(&dt, smallest.f64(), time, boundary);
             (rate, pressure_rate) = self.rates(&u, &p, &dt);
-            time += smallest;
+            time += smallest.f64();
             steps += 1;
             cg += report.pressure.iterations;
         }
@@ -429,85 +436,93 @@ impl FractionalStep {
 
     /// The largest |u − `u`| / Δt and |p − `p`| / (ρ Δt) over the nodes, Δt = `dt[I]` at
     /// node I: how fast a step from the state `u`, `p` changed it.
-    pub fn rates(&self, u: &[Vec3], p: &[f64], dt: &[f64]) -> (f64, f64) {
+    pub fn rates(&self, u: &[[R; 3]], p: &[R], dt: &[R]) -> (f64, f64) {
+        let rho = R::of(self.fluid.density);
         let rate = (0..u.len())
             .map(|i| {
                 let change = (0..3).map(|c| (self.u[i][c] - u[i][c]).abs());
-                change.fold(0.0, f64::max) / dt[i]
+                change.fold(R::zero(), R::max) / dt[i]
             })
-            .fold(0.0, f64::max);
+            .fold(R::zero(), R::max);
         let pressure_rate = (0..p.len())
-            .map(|i| (self.p[i] - p[i]).abs() / (self.fluid.density * dt[i]))
-            .fold(0.0, f64::max);
-        (rate, pressure_rate)
+            .map(|i| (self.p[i] - p[i]).abs() / (rho * dt[i]))
+            .fold(R::zero(), R::max);
+        (rate.f64(), pressure_rate.f64())
     }
 
     /// Sets the fixed-velocity nodes of `u` to their values at `time`.
-    fn hold(&self, u: &mut [Vec3], time: f64, boundary: &(dyn Fn(usize, f64) -> Vec3 + Sync)) {
+    fn hold(
+        &self,
+        u: &mut [[R; 3]],
+        time: f64,
+        boundary: &(dyn Fn(usize, f64) -> [f64; 3] + Sync),
+    ) {
         u.par_iter_mut()
             .with_min_len(MIN_ROWS)
             .enumerate()
             .filter(|(i, _)| self.fixed_velocity[*i])
-            .for_each(|(i, v)| *v = boundary(i, time));
+            .for_each(|(i, v)| *v = boundary(i, time).map(R::of));
     }
 
     /// Steps 2 and 3: the pressure increment from û and p^n, then the corrected velocity (in
     /// `u_hat`) and pressure; the solve's outcome and [`StepReport::continuity`].
-    fn pressure(&mut self, dt: &[f64], u_hat: &mut [Vec3]) -> (Outcome, f64) {
+    fn pressure(&mut self, dt: &[R], u_hat: &mut [[R; 3]]) -> (Outcome, f64) {
         let n = self.ops.nodes();
         let tau_p = self.tau(self.controls.pressure_factor);
         let ops = &self.ops;
-        let rho = self.fluid.density;
+        let rho = R::of(self.fluid.density);
+        let (zero, half) = (R::zero(), R::of(0.5));
         let p = &self.p;
-        let grad_p: Vec<Vec3> = ops
+        let grad_p: Vec<[R; 3]> = ops
             .gradient(p)
             .into_iter()
             .zip(&ops.lumped)
-            .map(|(g, m)| g.map(|c| c / m))
+            .map(|(g, m)| g.map(|c| c / *m))
             .collect();
         // Rows held at δp = 0: every fixed node's, unless one only sets the level.
         let held: &[bool] = match self.level {
             Some(_) => &vec![false; n],
             None => &self.fixed_pressure,
         };
-        let mut f: Vec<f64> = (0..n)
+        let mut f: Vec<R> = (0..n)
             .into_par_iter()
             .with_min_len(MIN_ROWS)
             .map(|i| {
                 if held[i] {
-                    return 0.0;
+                    return zero;
                 }
                 let (cols, terms) = ops.row(i);
-                let mut s = 0.0;
+                let mut s = zero;
                 for (j, e) in cols.iter().zip(terms) {
                     let j = *j as usize;
-                    let tau = 0.5 * (tau_p[i] + tau_p[j]);
-                    s -= dot(e.ni_dnj, sub(u_hat[j], u_hat[i]));
-                    s -= tau * e.laplacian_trace() * (p[j] - p[i]);
-                    s += tau * (dot(e.dni_nj, grad_p[j]) - dot(e.ni_dnj, grad_p[i]));
+                    let tau = half * (tau_p[i] + tau_p[j]);
+                    s = s - dot(e.ni_dnj, sub(u_hat[j], u_hat[i]));
+                    s = s - tau * e.laplacian_trace() * (p[j] - p[i]);
+                    s = s + tau * (dot(e.dni_nj, grad_p[j]) - dot(e.ni_dnj, grad_p[i]));
                 }
                 s
             })
             .collect();
+        let count = R::of(n as f64);
         if self.level.is_some() {
             let [total] = sums(n, |i| [f[i]]);
-            f.iter_mut().for_each(|v| *v -= total / n as f64);
+            f.iter_mut().for_each(|v| *v = *v - total / count);
         }
         // H_IJ = (Δt_IJ/ρ + τ_IJ) L_IJ, H_II = −Σ_J H_IJ; held rows: the penalty.
         let m = &mut self.matrix;
         for i in 0..n {
             let (lo, hi) = (ops.offsets[i], ops.offsets[i + 1]);
-            let mut diagonal = 0.0;
+            let mut diagonal = zero;
             for e in lo..hi {
                 let j = ops.columns[e] as usize;
-                let h = (0.5 * (dt[i] + dt[j]) / rho + 0.5 * (tau_p[i] + tau_p[j]))
+                let h = (half * (dt[i] + dt[j]) / rho + half * (tau_p[i] + tau_p[j]))
                     * ops.terms[e].laplacian_trace();
                 m.values[e] = h;
-                diagonal -= h;
+                diagonal = diagonal - h;
             }
-            m.diagonal[i] = if held[i] { PENALTY } else { diagonal };
+            m.diagonal[i] = if held[i] { R::of(PENALTY) } else { diagonal };
         }
-        let mut dp = vec![0.0; n];
+        let mut dp = vec![zero; n];
         let outcome = cg::solve(
             m,
             &f,
@@ -517,29 +532,30 @@ impl FractionalStep {
         );
         if let Some(r) = self.level {
             let at = dp[r];
-            dp.iter_mut().for_each(|v| *v -= at);
+            dp.iter_mut().for_each(|v| *v = *v - at);
         }
-        let mut h_dp = vec![0.0; n];
-        m.scaled_product(&vec![1.0; n], &dp, &mut h_dp);
+        let mut h_dp = vec![zero; n];
+        m.scaled_product(&vec![R::one(); n], &dp, &mut h_dp);
         let [r2] = sums(n, |i| match held[i] {
-            true => [0.0],
+            true => [zero],
             false => [((f[i] - h_dp[i]) / ops.lumped[i]).powi(2)],
         });
-        let continuity = (r2 / n as f64).sqrt();
+        let continuity = (r2 / count).sqrt().f64();
         let correction = ops.gradient(&dp);
         // ν M⁻¹ K_Δt δp.
-        let nu = self.fluid.viscosity;
-        let rotational: Vec<f64> = (0..n)
+        let nu = R::of(self.fluid.viscosity);
+        let rotational: Vec<R> = (0..n)
             .into_par_iter()
             .with_min_len(MIN_ROWS)
             .map(|i| {
                 let (cols, terms) = ops.row(i);
-                let s: f64 = (cols.iter().zip(terms))
+                // From −0, as Rust's float `Sum` (the GPU's kernel starts there too).
+                let s = (cols.iter().zip(terms))
                     .map(|(&j, e)| {
                         let j = j as usize;
-                        0.5 * (dt[i] + dt[j]) * e.laplacian_trace() * (dp[j] - dp[i])
+                        half * (dt[i] + dt[j]) * e.laplacian_trace() * (dp[j] - dp[i])
                     })
-                    .sum();
+                    .fold(R::neg_zero(), |s, v| s + v);
                 nu * s / ops.lumped[i]
             })
             .collect();
@@ -547,14 +563,14 @@ impl FractionalStep {
             if !self.fixed_velocity[i] {
                 let k = dt[i] / (rho * ops.lumped[i]);
                 for c in 0..3 {
-                    u_hat[i][c] -= k * correction[i][c];
+                    u_hat[i][c] = u_hat[i][c] - k * correction[i][c];
                 }
             }
         }
         // The level's node keeps its pressure, fixed ones theirs.
-        let at_level = self.level.map_or(0.0, |r| rotational[r]);
+        let at_level = self.level.map_or(zero, |r| rotational[r]);
         for i in (0..n).filter(|&i| !held[i]) {
-            self.p[i] += dp[i] + rotational[i] - at_level;
+            self.p[i] = self.p[i] + (dp[i] + rotational[i] - at_level);
         }
         (outcome, continuity)
     }
@@ -565,23 +581,23 @@ impl FractionalStep {
             let v = d[i] / self.ops.lumped[i];
             [v * v]
         });
-        (s / d.len() as f64).sqrt()
+        (s / R::of(d.len() as f64)).sqrt().f64()
     }
 }
 
 /// The penalty on the diagonal of a fixed-pressure row (the seed's 10²⁰).
 pub(crate) const PENALTY: f64 = 1e20;
 
-fn sub(a: Vec3, b: Vec3) -> Vec3 {
+fn sub<R: Real>(a: [R; 3], b: [R; 3]) -> [R; 3] {
     [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
 }
 
 /// aᵀ L a for a row-major 3 × 3 L.
-fn quadratic(l: &[f64; 9], a: Vec3) -> f64 {
-    let mut s = 0.0;
+fn quadratic<R: Real>(l: &[R; 9], a: [R; 3]) -> R {
+    let mut s = R::zero();
     for r in 0..3 {
         for c in 0..3 {
-            s += a[r] * l[3 * r + c] * a[c];
+            s = s + a[r] * l[3 * r + c] * a[c];
         }
     }
     s

@@ -3,7 +3,8 @@
 //! that the solver's loops run over each node's row and only gather (no atomics, no colouring);
 //! the pressure equation is solved by conjugate gradients in the three-term form with one
 //! fused reduction per iteration ([`cg`]). Sums run in a fixed order: results do not depend
-//! on the thread count.
+//! on the thread count. Everything runs in the working precision, f64 or f32
+//! (`ferroflow_core::Real`); the operators are assembled in f64 and rounded once.
 //!
 //! - [`edges`]: [`EdgeOperators`], the consistent mass, the 3 × 3 Laplacian block, ∇_IJ and
 //!   G_IJ per off-diagonal entry of the node graph's rows, the lumped mass and the smallest

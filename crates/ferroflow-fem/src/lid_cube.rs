@@ -6,6 +6,7 @@
 //! 0.057 from the structured solver's on 16³ cells, against 0.015 with the edges at rest. Its centreline profiles (u along x = z = 0.5, v
 //! along y = z = 0.5) are what the structured solver's cavity3d cases print.
 use crate::fractional::{Controls, Fluid, FractionalStep, March};
+use ferroflow_core::Real;
 use ferroflow_mesh::generate::{box_mesh, BoxCells};
 use ferroflow_mesh::{Mesh, MeshError};
 
@@ -20,13 +21,13 @@ pub struct Steady {
     pub v_profile: Vec<(f64, f64)>,
 }
 
-/// The cube of `cells` cells per axis at Reynolds number `re`, at rest, with `controls`: its
-/// mesh, the solver and the velocity each node is held at if fixed.
-pub fn cube(
-    cells: usize,
-    re: f64,
-    controls: Controls,
-) -> Result<(Mesh, FractionalStep, Vec<[f64; 3]>), MeshError> {
+/// A cube set up: its mesh, the solver in precision `R` and the velocity each node is held at
+/// if fixed.
+pub type Cube<R> = (Mesh, FractionalStep<R>, Vec<[f64; 3]>);
+
+/// The cube of `cells` cells per axis at Reynolds number `re`, at rest, with `controls`, in
+/// precision `R`.
+pub fn cube<R: Real>(cells: usize, re: f64, controls: Controls) -> Result<Cube<R>, MeshError> {
     let mesh = box_mesh(BoxCells::Tet6, [cells; 3], [1.0; 3])?;
     let n = mesh.nodes.len();
     let mut fixed = vec![false; n];
@@ -47,8 +48,16 @@ pub fn cube(
         viscosity: 1.0 / re,
         density: 1.0,
     };
-    let u = held.clone();
-    let solver = FractionalStep::new(&mesh, fluid, controls, fixed, fixed_p, u, vec![0.0; n])?;
+    let u = held.iter().map(|v| v.map(R::of)).collect();
+    let solver = FractionalStep::new(
+        &mesh,
+        fluid,
+        controls,
+        fixed,
+        fixed_p,
+        u,
+        vec![R::zero(); n],
+    )?;
     Ok((mesh, solver, held))
 }
 
@@ -67,7 +76,7 @@ pub fn run(
             "{cells} cells per axis: an even number puts nodes on the centrelines"
         )));
     }
-    let (mesh, mut solver, held) = cube(cells, re, controls)?;
+    let (mesh, mut solver, held) = cube::<f64>(cells, re, controls)?;
     let march = solver.march(tolerance, end, &|i, _| held[i]);
     let line = |along: usize, fixed: [usize; 2], component: usize| {
         let mut points: Vec<(f64, f64)> = (mesh.nodes.iter().zip(&solver.u))

@@ -3,6 +3,7 @@
 //! spread over [`LANES`] lanes (item k of a block to lane k mod [`LANES`], added in order),
 //! the lanes then added pairwise in a fixed tree; the blocks' sums are added the same way, as
 //! lanes and a tree. A block is one thread block of a GPU, a lane one of its threads.
+use ferroflow_core::Real;
 use rayon::prelude::*;
 
 /// Items per block of a fixed-order sum.
@@ -16,9 +17,10 @@ pub const LANES: usize = 256;
 /// 16 cores than on 2 without it).
 pub const MIN_ROWS: usize = 2048;
 
-/// Σ f(i) for i in 0..n, `K` sums at once (one pass over the data for several dot products).
-pub fn sums<const K: usize>(n: usize, f: impl Fn(usize) -> [f64; K] + Sync) -> [f64; K] {
-    let blocks: Vec<[f64; K]> = (0..n.div_ceil(BLOCK))
+/// Σ f(i) for i in 0..n, `K` sums at once (one pass over the data for several dot products),
+/// added in the working precision `R`.
+pub fn sums<R: Real, const K: usize>(n: usize, f: impl Fn(usize) -> [R; K] + Sync) -> [R; K] {
+    let blocks: Vec<[R; K]> = (0..n.div_ceil(BLOCK))
         .into_par_iter()
         .with_min_len(MIN_ROWS / BLOCK)
         .map(|b| lanes(b * BLOCK..n.min((b + 1) * BLOCK), &f))
@@ -27,19 +29,22 @@ pub fn sums<const K: usize>(n: usize, f: impl Fn(usize) -> [f64; K] + Sync) -> [
 }
 
 /// Σ f(i) over `items`: item k of the range to lane k mod [`LANES`], the lanes in a tree.
-fn lanes<const K: usize>(items: std::ops::Range<usize>, f: impl Fn(usize) -> [f64; K]) -> [f64; K] {
-    let mut lane = [[0.0; K]; LANES];
+fn lanes<R: Real, const K: usize>(
+    items: std::ops::Range<usize>,
+    f: impl Fn(usize) -> [R; K],
+) -> [R; K] {
+    let mut lane = [[R::zero(); K]; LANES];
     for (k, i) in items.enumerate() {
         let v = f(i);
         for c in 0..K {
-            lane[k % LANES][c] += v[c];
+            lane[k % LANES][c] = lane[k % LANES][c] + v[c];
         }
     }
     let mut half = LANES / 2;
     while half > 0 {
         for t in 0..half {
             for c in 0..K {
-                lane[t][c] += lane[t + half][c];
+                lane[t][c] = lane[t][c] + lane[t + half][c];
             }
         }
         half /= 2;

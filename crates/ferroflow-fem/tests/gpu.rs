@@ -1,10 +1,12 @@
 //! GPU tests of the finite elements' CUDA solver: the CPU's state bit for bit after steps of
 //! the Ethier–Steinman solution (time-dependent boundary, one node setting the pressure's
 //! level) and of the lid-driven cube (fixed pressure node, steady boundary; equal and local
-//! time steps), with every matrix–vector variant giving the same bits. They need a GPU, so `cargo test` ignores them;
-//! run with `--ignored` they fail where no GPU is usable.
+//! time steps), with every matrix–vector variant giving the same bits, in f64 and in f32 (the
+//! kernels do the CPU's operations in the same order in either precision). They need a GPU, so
+//! `cargo test` ignores them; run with `--ignored` they fail where no GPU is usable.
+use ferroflow_core::Real;
 use ferroflow_cuda::probe;
-use ferroflow_fem::cuda::{spmv_candidates, CudaFractional, CudaOptions, TuneMode};
+use ferroflow_fem::cuda::{spmv_candidates, CudaFractional, CudaOptions, DeviceReal, TuneMode};
 use ferroflow_fem::ethier_steinman::{solver, velocity};
 use ferroflow_fem::fractional::{Controls, Fluid, FractionalStep};
 use ferroflow_fem::lid_cube::cube;
@@ -16,25 +18,37 @@ fn gpu() {
 }
 
 /// Ethier–Steinman on the Kuhn-split cube [-1, 1]³ of `cells` cells per axis, ν = 1, with the
-/// exact boundary velocity.
-fn ethier(cells: usize) -> (FractionalStep, impl Fn(usize, f64) -> [f64; 3] + Sync) {
-    let (s, nodes) = solver(cells, 1.0, Controls::default()).unwrap();
+/// exact boundary velocity, in precision `R` with `controls`.
+fn ethier<R: Real>(
+    cells: usize,
+    controls: Controls,
+) -> (FractionalStep<R>, impl Fn(usize, f64) -> [f64; 3] + Sync) {
+    let (s, nodes) = solver(cells, 1.0, controls).unwrap();
     (s, move |i: usize, t: f64| velocity(nodes[i], t, 1.0))
 }
 
-fn bits(u: &[[f64; 3]], p: &[f64]) -> Vec<u64> {
+/// The controls of an f32 run: the CG tolerance above f32's round-off.
+fn f32_controls() -> Controls {
+    Controls {
+        cg_tolerance: 1e-5,
+        ..Controls::default()
+    }
+}
+
+/// The bits of values widened to f64 (exact: equal bits in f64 are equal bits in `R`).
+fn bits<R: Real>(u: &[[R; 3]], p: &[R]) -> Vec<u64> {
     u.as_flattened()
         .iter()
         .chain(p)
-        .map(|v| v.to_bits())
+        .map(|v| v.f64().to_bits())
         .collect()
 }
 
 /// Steps `cpu` and a GPU copy of it `steps` times by the CPU's stability estimate (each
 /// node's own with `local`, as `cpu`'s controls say), checking after each step that the time
 /// steps, report and state agree bit for bit.
-fn agree(
-    cpu: &mut FractionalStep,
+fn agree<R: DeviceReal>(
+    cpu: &mut FractionalStep<R>,
     boundary: &(dyn Fn(usize, f64) -> [f64; 3] + Sync),
     steps: usize,
     options: &CudaOptions,
@@ -56,12 +70,14 @@ fn agree(
         };
         let got = gpu.step(dt, t, boundary).unwrap();
         if local {
-            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert!(
-                bits(&gpu.time_steps().unwrap()) == bits(&own),
+                bits(&[], &gpu.time_steps().unwrap()) == bits(&[], &own),
                 "step {step}"
             );
-            assert!(own.iter().any(|&d| d > dt), "step {step}: all at {dt}");
+            assert!(
+                own.iter().any(|&d| d.f64() > dt),
+                "step {step}: all at {dt}"
+            );
         }
         assert_eq!(got.pressure, want.pressure, "step {step}");
         assert_eq!(got.divergence.to_bits(), want.divergence.to_bits());
@@ -80,7 +96,9 @@ fn agree(
 #[ignore = "needs a GPU: run with --ignored"]
 fn ethier_steinman_steps_give_the_cpu_bits() {
     gpu();
-    let (mut cpu, boundary) = ethier(10);
+    let (mut cpu, boundary) = ethier::<f64>(10, Controls::default());
+    agree(&mut cpu, &boundary, 5, &CudaOptions::default(), false);
+    let (mut cpu, boundary) = ethier::<f32>(10, f32_controls());
     agree(&mut cpu, &boundary, 5, &CudaOptions::default(), false);
 }
 
@@ -90,14 +108,16 @@ fn lid_cube_steps_give_the_cpu_bits_with_every_product() {
     gpu();
     // Odd graph batches: a solve's end falls anywhere in a batch.
     for (k, shape) in spmv_candidates().into_iter().enumerate() {
-        let (_, mut cpu, held) = cube(12, 100.0, Controls::default()).unwrap();
         let options = CudaOptions {
             tune: TuneMode::Fixed(shape),
             graph_iterations: 2 + 2 * (k % 5),
             ..CudaOptions::default()
         };
+        let (_, mut cpu, held) = cube::<f64>(12, 100.0, Controls::default()).unwrap();
         agree(&mut cpu, &|i, _| held[i], 3, &options, false);
-        println!("{shape}: the CPU's bits");
+        let (_, mut cpu, held) = cube::<f32>(12, 100.0, f32_controls()).unwrap();
+        agree(&mut cpu, &|i, _| held[i], 3, &options, false);
+        println!("{shape}: the CPU's bits in f64 and f32");
     }
 }
 
@@ -110,7 +130,13 @@ fn local_time_steps_give_the_cpu_bits() {
         dt_max: 0.05,
         ..Controls::default()
     };
-    let (_, mut cpu, held) = cube(12, 1000.0, controls).unwrap();
+    let (_, mut cpu, held) = cube::<f64>(12, 1000.0, controls).unwrap();
+    agree(&mut cpu, &|i, _| held[i], 6, &CudaOptions::default(), true);
+    let controls = Controls {
+        cg_tolerance: f32_controls().cg_tolerance,
+        ..controls
+    };
+    let (_, mut cpu, held) = cube::<f32>(12, 1000.0, controls).unwrap();
     agree(&mut cpu, &|i, _| held[i], 6, &CudaOptions::default(), true);
 }
 
@@ -119,7 +145,7 @@ fn local_time_steps_give_the_cpu_bits() {
 fn a_cube_with_a_fixed_pressure_edge_gives_the_cpu_bits() {
     // As the seed's mesh: p = 0 on an edge of the bottom face, whose rows the penalty holds.
     gpu();
-    let (mesh, _, held) = cube(10, 100.0, Controls::default()).unwrap();
+    let (mesh, _, held) = cube::<f64>(10, 100.0, Controls::default()).unwrap();
     let n = mesh.nodes.len();
     let mut fixed = vec![false; n];
     for (_, nodes) in mesh.faces.iter() {
@@ -153,7 +179,7 @@ fn a_cube_with_a_fixed_pressure_edge_gives_the_cpu_bits() {
 #[ignore = "needs a GPU: run with --ignored"]
 fn tuning_times_every_product_and_keeps_the_state() {
     gpu();
-    let (_, mut cpu, held) = cube(16, 100.0, Controls::default()).unwrap();
+    let (_, mut cpu, held) = cube::<f64>(16, 100.0, Controls::default()).unwrap();
     let options = CudaOptions {
         tune: TuneMode::Always,
         ..CudaOptions::default()

@@ -8,16 +8,24 @@ use ferroflow_cases::fem::{FemCase, FemSetup};
 use ferroflow_cases::fem_centrelines::LidCube;
 use ferroflow_cases::post::deviations;
 use ferroflow_cases::summary::{write_profile, Deviation};
+use ferroflow_core::Real;
 use std::io;
 
 /// Writes the profiles of `setup`'s state into `out` if `case` is the lid cube (nothing
 /// otherwise), and returns their deviations from the published ones (none where there are
 /// none).
-pub fn write(out: &OutputDir, case: &FemCase, setup: &FemSetup) -> io::Result<Vec<Deviation>> {
+pub fn write<R: Real>(
+    out: &OutputDir,
+    case: &FemCase,
+    setup: &FemSetup<R>,
+) -> io::Result<Vec<Deviation>> {
     let Some(lid) = LidCube::of(case) else {
         return Ok(Vec::new());
     };
-    let (u, v) = lid.centrelines(&setup.mesh, &setup.solver.u);
+    let velocity: Vec<[f64; 3]> = (setup.solver.u.iter())
+        .map(|v| v.map(|c| c.f64()))
+        .collect();
+    let (u, v) = lid.centrelines(&setup.mesh, &velocity);
     write_profile(&out.join("centerline_u.csv"), ["y", "u"], &u)?;
     write_profile(&out.join("centerline_v.csv"), ["x", "v"], &v)?;
     let reference = lid.reference();

@@ -7,10 +7,14 @@
 //! `run.log`, `case.resolved.toml`, `checkpoint.ffcp`; for the lid-driven cube its centreline
 //! profiles ([`fem_profiles`]).
 //!
-//! With `--backend cuda` the steps run on the GPU ([`CudaFractional`], the CPU's bits in f64),
+//! With `--backend cuda` the steps run on the GPU ([`CudaFractional`], the CPU's bits),
 //! with equal or local time steps; the state (and with local steps each node's Δt) is read
 //! back after each step into the host solver's, which the rates, the divergence check and the
 //! outputs read as on the CPU.
+//!
+//! The run computes in `backend.precision` (f64 or f32); the fields, summary and histories are
+//! written in f64 (widened, exactly), the checkpoint in the run's precision, and a restart
+//! continues only in its checkpoint's.
 use crate::fem_profiles;
 use crate::input::Override;
 use crate::mesh_job::MeshJob;
@@ -21,13 +25,14 @@ use crate::run::RunArgs;
 use crate::signals::Interrupt;
 use crate::world::World;
 use crate::Failure;
+use ferroflow_cases::case::Precision;
 use ferroflow_cases::fem::{
     CgSummary, FemCase, FemMeshKind, FemSetup, FemStatus, FemSummary, MeshSize, PatchForce,
     SolverKind, StepResiduals,
 };
 use ferroflow_cases::summary::Deviation;
-use ferroflow_core::BackendError;
-use ferroflow_fem::cuda::{CudaFractional, CudaOptions, TuneMode};
+use ferroflow_core::{BackendError, Real};
+use ferroflow_fem::cuda::{CudaFractional, CudaOptions, DeviceReal, TuneMode};
 use ferroflow_fem::fractional::StepReport;
 use ferroflow_io::table::write_json;
 use ferroflow_mesh::vtu::{self, Field};
@@ -68,9 +73,9 @@ fn cuda_options(job: &FemJob) -> Option<CudaOptions> {
     })
 }
 
-/// The mesh and the solver at the start (or at the checkpoint's state); errors name the key
-/// at fault.
-fn setup(job: &FemJob) -> Result<FemSetup, Failure> {
+/// The mesh and the solver in precision `R` at the start (or at the checkpoint's state, which
+/// must be in `R`); errors name the key at fault.
+fn setup<R: DeviceReal>(job: &FemJob) -> Result<FemSetup<R>, Failure> {
     let case = &job.case;
     let mesh = case.mesh().map_err(|e| {
         let key = match case.mesh.kind {
@@ -79,9 +84,23 @@ fn setup(job: &FemJob) -> Result<FemSetup, Failure> {
         };
         job.invalid(key, e.to_string())
     })?;
-    let mut setup = case.setup(mesh).map_err(|(key, e)| job.invalid(&key, e))?;
+    let mut setup = case
+        .setup::<R>(mesh)
+        .map_err(|(key, e)| job.invalid(&key, e))?;
     if let Some(restart) = &job.restart {
-        let vars = restored_state(restart, setup.mesh.nodes.len(), STATE_VARS)?;
+        let held = &restart.checkpoint.precision;
+        if held != R::NAME {
+            return Err(job.invalid(
+                "backend.precision",
+                format!(
+                    "\"{}\", but the checkpoint of --restart {} holds an {held} state: a run \
+                     continues in its checkpoint's precision",
+                    R::NAME,
+                    restart.file.display()
+                ),
+            ));
+        }
+        let vars = restored_state::<R>(restart, setup.mesh.nodes.len(), STATE_VARS)?;
         let s = &mut setup.solver;
         for (i, u) in s.u.iter_mut().enumerate() {
             *u = [0, 1, 2].map(|c| vars[c][i]);
@@ -91,10 +110,11 @@ fn setup(job: &FemJob) -> Result<FemSetup, Failure> {
     Ok(setup)
 }
 
-/// Writes the nodal velocity and pressure of `setup` as `.vtu` at `path`.
-fn write_fields(setup: &FemSetup, compress: bool, path: &Path) -> std::io::Result<()> {
+/// Writes the nodal velocity and pressure of `setup` as `.vtu` at `path` (in f64).
+fn write_fields<R: Real>(setup: &FemSetup<R>, compress: bool, path: &Path) -> std::io::Result<()> {
     let s = &setup.solver;
-    let velocity: Vec<f64> = s.u.iter().flatten().copied().collect();
+    let velocity: Vec<f64> = s.u.iter().flatten().map(|v| v.f64()).collect();
+    let pressure: Vec<f64> = s.p.iter().map(|v| v.f64()).collect();
     let fields = [
         Field {
             name: "velocity",
@@ -104,17 +124,24 @@ fn write_fields(setup: &FemSetup, compress: bool, path: &Path) -> std::io::Resul
         Field {
             name: "pressure",
             components: 1,
-            values: &s.p,
+            values: &pressure,
         },
     ];
     vtu::write(path, &setup.mesh, &fields, &[], compress)
 }
 
-/// `ferroflow run` of a finite-element case.
+/// `ferroflow run` of a finite-element case, in its precision.
 pub fn run(args: RunArgs) -> Result<(), Failure> {
     let world = World::alone();
     let job = FemJob::new(args, &world)?;
-    in_pool(&job, |interrupt| FemRun::start(&job, interrupt)?.iterate())
+    match job.case.backend.precision {
+        Precision::F64 => in_pool(&job, |interrupt| {
+            FemRun::<f64>::start(&job, interrupt)?.iterate()
+        }),
+        Precision::F32 => in_pool(&job, |interrupt| {
+            FemRun::<f32>::start(&job, interrupt)?.iterate()
+        }),
+    }
 }
 
 /// `ferroflow check` of a finite-element case: the case resolved, the mesh built and the
@@ -122,14 +149,22 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
 pub fn check(args: RunArgs) -> Result<(), Failure> {
     let world = World::alone();
     let job = FemJob::new(args, &world)?;
-    let setup = setup(&job)?;
+    match job.case.backend.precision {
+        Precision::F64 => check_in::<f64>(&job),
+        Precision::F32 => check_in::<f32>(&job),
+    }
+}
+
+fn check_in<R: DeviceReal>(job: &FemJob) -> Result<(), Failure> {
+    let setup = setup::<R>(job)?;
     let (case, ops) = (&job.case, setup.solver.operators());
     println!(
-        "case {} (finite elements), {} nodes, {} tetrahedra, {} edges, f64",
+        "case {} (finite elements), {} nodes, {} tetrahedra, {} edges, {}",
         case.case.name,
         ops.nodes(),
         setup.mesh.cells.len(),
-        ops.columns.len() / 2
+        ops.columns.len() / 2,
+        R::NAME
     );
     println!("patches: {}", setup.mesh.patches.join(", "));
     let n = &case.numerics;
@@ -150,12 +185,12 @@ pub fn check(args: RunArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A finite-element run in progress.
-struct FemRun<'a> {
+/// A finite-element run in progress, in precision `R`.
+struct FemRun<'a, R: DeviceReal> {
     job: &'a FemJob,
-    setup: FemSetup,
+    setup: FemSetup<R>,
     /// The GPU copy of the solver that takes the steps, with `--backend cuda`.
-    gpu: Option<CudaFractional>,
+    gpu: Option<CudaFractional<R>>,
     sim: Simulation,
     /// Time reached.
     time: f64,
@@ -165,11 +200,11 @@ struct FemRun<'a> {
     interrupt: Interrupt,
 }
 
-impl<'a> FemRun<'a> {
+impl<'a, R: DeviceReal> FemRun<'a, R> {
     /// Sets the run up, then opens the output directory: nothing is written before the case,
     /// the mesh and the checkpoint are found valid.
-    fn start(job: &'a FemJob, interrupt: Interrupt) -> Result<FemRun<'a>, Failure> {
-        let setup = setup(job)?;
+    fn start(job: &'a FemJob, interrupt: Interrupt) -> Result<FemRun<'a, R>, Failure> {
+        let setup = setup::<R>(job)?;
         let gpu = cuda_options(job)
             .map(|options| CudaFractional::new(&setup.solver, &options))
             .transpose()
@@ -202,10 +237,11 @@ impl<'a> FemRun<'a> {
             None => format!("cpu, {} threads, finite elements", job.threads),
         };
         let headline = format!(
-            "{}: {} nodes, {} tetrahedra, f64, {backend}",
+            "{}: {} nodes, {} tetrahedra, {}, {backend}",
             job.case.case.name,
             setup.mesh.nodes.len(),
             setup.mesh.cells.len(),
+            R::NAME,
         );
         let files = MeshOutput::open(job, work, &backend, &headline)?;
         Ok(FemRun {
@@ -274,15 +310,15 @@ impl<'a> FemRun<'a> {
 
     /// One step from the time reached, on the CPU or the GPU (the state read back): each
     /// node's Δt, the time it advanced and the step's report.
-    fn advance(&mut self) -> Result<(Vec<f64>, f64, StepReport), BackendError> {
+    fn advance(&mut self) -> Result<(Vec<R>, f64, StepReport), BackendError> {
         let n = &self.job.case.numerics;
         let solver = &mut self.setup.solver;
         let mut dt = match &self.gpu {
             // The smallest is all the GPU's step needs; its local ones are read after it.
-            Some(gpu) => vec![gpu.time_step()?],
+            Some(gpu) => vec![R::of(gpu.time_step()?)],
             None => solver.local_time_steps(),
         };
-        let smallest = dt.iter().copied().fold(f64::INFINITY, f64::min);
+        let smallest = dt.iter().fold(f64::INFINITY, |a, d| a.min(d.f64()));
         // Equal steps that land on the end time, none above the stable one (time-accurate
         // runs); local time steps advance the time by the smallest.
         let step = match n.local_time_steps {
@@ -294,7 +330,7 @@ impl<'a> FemRun<'a> {
             }
         };
         if !n.local_time_steps {
-            dt = vec![step; solver.u.len()];
+            dt = vec![R::of(step); solver.u.len()];
         }
         let held = &self.setup.boundary;
         let boundary = |i: usize, t: f64| held.velocity(i, t);
@@ -337,7 +373,7 @@ impl<'a> FemRun<'a> {
         let (b, s) = (&self.setup.boundary, &self.setup.solver);
         let speed = |v: [f64; 3]| (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
         let fastest = (0..s.u.len())
-            .map(|i| speed(s.u[i]).max(speed(b.velocity(i, self.time))))
+            .map(|i| speed(s.u[i].map(|c| c.f64())).max(speed(b.velocity(i, self.time))))
             .fold(0.0, f64::max);
         if fastest > 0.0 {
             fastest
@@ -351,13 +387,13 @@ impl<'a> FemRun<'a> {
     fn diverged(&self, speed: f64) -> Option<String> {
         let s = &self.setup.solver;
         let step = self.sim.iteration;
-        let bad = |x: f64| !x.is_finite();
+        let bad = |x: R| !x.is_finite();
         if let Some(i) = (0..s.p.len()).find(|&i| s.u[i].iter().any(|&c| bad(c)) || bad(s.p[i])) {
             return Some(format!("diverged at step {step}: not finite at node {i}"));
         }
         let fastest =
             s.u.iter()
-                .map(|v| v.iter().map(|c| c.abs()).fold(0.0, f64::max));
+                .map(|v| v.iter().map(|c| c.f64().abs()).fold(0.0, f64::max));
         let fastest = fastest.fold(0.0, f64::max);
         (fastest > DIVERGENCE_FACTOR * speed).then(|| {
             format!(
@@ -368,9 +404,9 @@ impl<'a> FemRun<'a> {
     }
 
     /// The state after the last step as a checkpoint holds it: u, v, w, p per node.
-    fn state_vars(&self) -> Vec<Vec<f64>> {
+    fn state_vars(&self) -> Vec<Vec<R>> {
         let s = &self.setup.solver;
-        let mut vars: Vec<Vec<f64>> = (0..3).map(|c| s.u.iter().map(|v| v[c]).collect()).collect();
+        let mut vars: Vec<Vec<R>> = (0..3).map(|c| s.u.iter().map(|v| v[c]).collect()).collect();
         vars.push(s.p.clone());
         vars
     }
@@ -409,7 +445,7 @@ impl<'a> FemRun<'a> {
                 tetrahedra: self.setup.mesh.cells.len(),
                 edges: s.operators().columns.len() / 2,
             },
-            precision: "f64".into(),
+            precision: R::NAME.into(),
             backend: match self.gpu {
                 Some(_) => "cuda",
                 None => "cpu",

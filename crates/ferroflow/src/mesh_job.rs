@@ -20,6 +20,8 @@ use std::time::Instant;
 pub trait MeshCase: Clone + Sized {
     /// The solver, as messages name it.
     const SOLVER: &'static str;
+    /// Whether it computes in f32 too (`backend.precision = "f32"`).
+    const F32: bool;
     /// Parses the case; errors name the origin, the line and the key.
     fn from_toml(text: &str, origin: &str) -> Result<Self, CaseError>;
     /// The resolved case as TOML.
@@ -34,6 +36,7 @@ pub trait MeshCase: Clone + Sized {
 
 impl MeshCase for FemCase {
     const SOLVER: &'static str = "the finite-element solver";
+    const F32: bool = true;
     fn from_toml(text: &str, origin: &str) -> Result<Self, CaseError> {
         FemCase::from_toml(text, origin)
     }
@@ -53,6 +56,7 @@ impl MeshCase for FemCase {
 
 impl MeshCase for FvCase {
     const SOLVER: &'static str = "the finite-volume solver";
+    const F32: bool = false;
     fn from_toml(text: &str, origin: &str) -> Result<Self, CaseError> {
         FvCase::from_toml(text, origin)
     }
@@ -155,7 +159,7 @@ impl<C: MeshCase> MeshJob<C> {
         let mut case = with_overrides(&source.text, &overrides, |t| C::from_toml(t, ""))?
             .unwrap_or_else(|| base.clone());
         let (precision, threads) = case.backend();
-        if precision == Precision::F32 {
+        if precision == Precision::F32 && !C::F32 {
             return Err(Failure::input(format!(
                 "{}: backend.precision = \"f32\": {} computes in f64 only (its operators, \
                  solves and checkpoints are f64)",

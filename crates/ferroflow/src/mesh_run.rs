@@ -11,7 +11,7 @@ use crate::run::{log_header, Restart};
 use crate::signals::Interrupt;
 use crate::Failure;
 use ferroflow_cases::fem::{FemStatus, PatchForce};
-use ferroflow_core::{Points, Snapshot};
+use ferroflow_core::{Points, Real, Snapshot};
 use ferroflow_solver::checkpoint;
 use ferroflow_solver::Simulation;
 use std::io;
@@ -37,15 +37,15 @@ fn state_points(count: usize) -> Points {
     Points::grid(2, [count, 1, 1])
 }
 
-/// The state of `--restart`'s checkpoint: `vars` variables of `count` values each (a mesh's
-/// nodes or cells); an error names the file.
-pub fn restored_state(
+/// The state of `--restart`'s checkpoint in precision `R`: `vars` variables of `count` values
+/// each (a mesh's nodes or cells); an error names the file.
+pub fn restored_state<R: Real>(
     restart: &Restart,
     count: usize,
     vars: usize,
-) -> Result<Vec<Vec<f64>>, Failure> {
+) -> Result<Vec<Vec<R>>, Failure> {
     let Restart { file, checkpoint } = restart;
-    let state = (checkpoint.state::<f64>(state_points(count), vars))
+    let state = (checkpoint.state::<R>(state_points(count), vars))
         .map_err(|e| Failure::input(format!("--restart {}: {e}", file.display())))?;
     Ok(state.vars)
 }
@@ -91,11 +91,11 @@ impl MeshOutput {
     /// At the end of a run: the progress bar removed, the checkpoint of `vars` (see
     /// [`MeshOutput::checkpoint`]), and the final fields `fields.vtu` written with `write` and
     /// listed in `fields.pvd` after the snapshots.
-    pub fn write_final<C>(
+    pub fn write_final<C, R: Real>(
         &mut self,
         job: &MeshJob<C>,
         (sim, wall_seconds): (&Simulation, f64),
-        vars: Vec<Vec<f64>>,
+        vars: Vec<Vec<R>>,
         write: impl FnOnce(&Path) -> io::Result<()>,
     ) -> Result<(), Failure> {
         self.report.finish();
@@ -104,14 +104,14 @@ impl MeshOutput {
         (self.out.add_final(sim.iteration, "fields.vtu")).map_err(Failure::runtime)
     }
 
-    /// Writes the checkpoint of `vars` (values per node or cell) after `sim`'s last step,
-    /// atomically.
-    pub fn checkpoint<C>(
+    /// Writes the checkpoint of `vars` (values per node or cell, in the run's precision `R`)
+    /// after `sim`'s last step, atomically.
+    pub fn checkpoint<C, R: Real>(
         &self,
         job: &MeshJob<C>,
         sim: &Simulation,
         wall_seconds: f64,
-        vars: Vec<Vec<f64>>,
+        vars: Vec<Vec<R>>,
     ) -> Result<(), Failure> {
         let state = Snapshot {
             points: state_points(vars.first().map_or(0, Vec::len)),

@@ -736,7 +736,7 @@ fn ethier_steinman(
     let mut levels: Vec<LevelResult> = Vec::new();
     for &c in cells {
         let start = Instant::now();
-        let r = run(c, nu, end, controls).map_err(Failure::runtime)?;
+        let r = run::<f64>(c, nu, end, controls).map_err(Failure::runtime)?;
         let seconds = start.elapsed().as_secs_f64();
         let orders = previous.map(|(pc, pu, pp)| {
             (
@@ -824,7 +824,7 @@ fn cg_sweep(
                 cg_tolerance: t,
                 ..controls
             };
-            let r = ferroflow_fem::ethier_steinman::run(level.cells, nu, end, c);
+            let r = ferroflow_fem::ethier_steinman::run::<f64>(level.cells, nu, end, c);
             rows.push((t, r.map_err(Failure::runtime)?));
         }
         rows.push((controls.cg_tolerance, *level));

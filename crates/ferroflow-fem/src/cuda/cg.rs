@@ -1,7 +1,7 @@
 //! The pressure solve on the device (kernels/fem_cg.cu): the vectors, the solve's state, the
 //! chosen matrix–vector product and the CUDA graph of a batch of iterations.
 use super::spmv::{Layout, SpmvArgs, SpmvKernel, SpmvShape, SpmvTuning};
-use super::{cg_build, TuneMode, TuneReport};
+use super::{cg_build, DeviceReal, TuneMode, TuneReport};
 use crate::cg::Outcome;
 use crate::sum::{BLOCK, LANES};
 use ferroflow_core::BackendError;
@@ -19,7 +19,8 @@ use std::sync::Arc;
 /// replay, so a solve runs at most this many empty iterations past its end.
 pub const DEFAULT_GRAPH_ITERATIONS: usize = 32;
 
-/// The solve's scalars on the device (`CgState` in kernels/fem_cg.cu, field for field).
+/// The solve's scalars on the device (`CgState` in kernels/fem_cg.cu, field for field): values
+/// of the working precision, widened to f64.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CgState {
@@ -152,7 +153,7 @@ pub(crate) fn read<T: DeviceRepr>(
 }
 
 /// The device's pressure solve: vectors, state, product and graph.
-pub(crate) struct Solve {
+pub(crate) struct Solve<R: DeviceReal> {
     stream: Arc<CudaStream>,
     setup: CudaFunction,
     start: CudaFunction,
@@ -161,11 +162,11 @@ pub(crate) struct Solve {
     finish: CudaFunction,
     state: CudaSlice<u8>,
     /// The memory `args` points to: S b, y, r (two each), w; the sums.
-    _vectors: [CudaSlice<f64>; 6],
-    _totals: CudaSlice<f64>,
+    _vectors: [CudaSlice<R>; 6],
+    _totals: CudaSlice<R>,
     args: CgArgs,
-    csr: Arc<Layout>,
-    spmv: Option<(SpmvKernel, SpmvArgs)>,
+    csr: Arc<Layout<R>>,
+    spmv: Option<(SpmvKernel<R>, SpmvArgs)>,
     pub(crate) tuning: Option<TuneReport>,
     graph: Option<CudaGraph>,
     graph_iterations: usize,
@@ -183,28 +184,28 @@ pub(crate) struct Inputs {
     pub(crate) x: CUdeviceptr,
 }
 
-impl Solve {
+impl<R: DeviceReal> Solve<R> {
     /// Vectors for `n` rows of the CSR `csr`; partial sums in `partials` (`counter` at 0).
     pub(crate) fn new(
         device: &Device,
-        csr: Arc<Layout>,
+        csr: Arc<Layout<R>>,
         n: usize,
         partials: CUdeviceptr,
         counter: CUdeviceptr,
         graph_iterations: usize,
-    ) -> Result<Solve, BackendError> {
+    ) -> Result<Solve<R>, BackendError> {
         let stream = device.stream.clone();
         let module = (device.ctx)
-            .load_module(Ptx::from_binary(device.compile(&cg_build())?))
+            .load_module(Ptx::from_binary(device.compile(&cg_build(R::SCALAR))?))
             .check("loading fem_cg")?;
         let f = |name: &str| module.load_function(name).check(name);
-        let zeros = || stream.alloc_zeros::<f64>(n).check("allocating CG vectors");
+        let zeros = || stream.alloc_zeros::<R>(n).check("allocating CG vectors");
         let vectors = [zeros()?, zeros()?, zeros()?, zeros()?, zeros()?, zeros()?];
-        let totals = stream.alloc_zeros::<f64>(2).check("allocating CG sums")?;
+        let totals = stream.alloc_zeros::<R>(2).check("allocating CG sums")?;
         let state = stream
             .alloc_zeros::<u8>(size_of::<CgState>())
             .check("allocating the CG state")?;
-        let a = |v: &CudaSlice<f64>| address(v, &stream);
+        let a = |v: &CudaSlice<R>| address(v, &stream);
         let args = CgArgs {
             state: address(&state, &stream),
             f: 0,
@@ -437,6 +438,6 @@ impl Solve {
 
     /// Device bytes of its vectors.
     pub(crate) fn bytes(n: usize) -> usize {
-        6 * 8 * n
+        6 * R::BYTES * n
     }
 }

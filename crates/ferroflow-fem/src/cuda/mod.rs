@@ -3,8 +3,9 @@
 //! operators, velocity, pressure, the Runge–Kutta stages, the pressure matrix and the
 //! conjugate-gradient vectors) and takes the CPU's steps: its kernels (`kernels/*.cu` of this
 //! crate) are `__device__` twins of [`crate::fractional`], [`crate::cg`] and [`crate::sum`],
-//! with the same operations in the same order, compiled in f64 without fused multiply-adds and
-//! with IEEE division and square root. A GPU step therefore gives the CPU's state bit for bit:
+//! with the same operations in the same order, compiled in the run's precision (`real_t`, f64
+//! or f32, [`DeviceReal`]) without fused multiply-adds, with IEEE division and square root
+//! and with subnormals kept. A GPU step therefore gives the CPU's state bit for bit:
 //!
 //! - edge loops gather over each node's row (one thread per node, no atomics), as the CPU's;
 //! - every sum (the CG's dot products, the level's mean of f, the divergence and continuity
@@ -44,8 +45,35 @@ pub type TuneMode = ferroflow_cuda::TuneMode<SpmvShape>;
 pub type TuneReport = ferroflow_cuda::TuneReport<SpmvShape>;
 
 use crate::fractional::PENALTY;
+use ferroflow_core::Real;
 use ferroflow_cuda::compile::{Header, PRELUDE};
+use ferroflow_cuda::cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use ferroflow_cuda::{Build, KernelSource, Scalar};
+
+/// A working precision the kernels are built for: f64 or f32.
+pub trait DeviceReal: Real + DeviceRepr + ValidAsZeroBits {
+    /// The kernels' `real_t`.
+    const SCALAR: Scalar;
+}
+
+impl DeviceReal for f64 {
+    const SCALAR: Scalar = Scalar::F64;
+}
+
+impl DeviceReal for f32 {
+    const SCALAR: Scalar = Scalar::F32;
+}
+
+/// `source` in `precision`, rounding as the CPU does: no fused multiply-adds, IEEE division
+/// and square root, subnormals kept (the finite elements' CPU threads do not flush them) in
+/// f32 too.
+fn exact(source: KernelSource, precision: Scalar) -> Build {
+    Build {
+        exact_f32: true,
+        subnormals: true,
+        ..Build::new(source, precision)
+    }
+}
 
 /// The headers of the `.cu` files.
 const HEADERS: &[Header] = &[PRELUDE, ("fem.cuh", include_str!("../../kernels/fem.cuh"))];
@@ -71,20 +99,23 @@ const SPMV: KernelSource = KernelSource {
     headers: HEADERS,
 };
 
-/// The build of `fem_step.cu`.
-fn step_build() -> Build {
-    Build::new(STEP, Scalar::F64).define("FIXED_PRESSURE", format!("{PENALTY:e}"))
+/// The build of `fem_step.cu` in `precision`.
+fn step_build(precision: Scalar) -> Build {
+    exact(STEP, precision).define("FIXED_PRESSURE", format!("{PENALTY:e}"))
 }
 
-/// The build of `fem_cg.cu`.
-fn cg_build() -> Build {
-    Build::new(CG, Scalar::F64)
+/// The build of `fem_cg.cu` in `precision`.
+fn cg_build(precision: Scalar) -> Build {
+    exact(CG, precision)
 }
 
-/// Every build the solver may compile: the step's, the solve's and each matrix–vector
-/// candidate's (CI compiles them all).
+/// Every build the solver may compile, in both precisions: the step's, the solve's and each
+/// matrix–vector candidate's (CI compiles them all).
 pub fn every_build() -> Vec<Build> {
-    let mut builds = vec![step_build(), cg_build()];
-    builds.extend(spmv_candidates().into_iter().map(SpmvShape::build));
+    let mut builds = Vec::new();
+    for precision in Scalar::ALL {
+        builds.extend([step_build(precision), cg_build(precision)]);
+        builds.extend(spmv_candidates().into_iter().map(|s| s.build(precision)));
+    }
     builds
 }

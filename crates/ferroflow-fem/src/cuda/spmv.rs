@@ -3,7 +3,7 @@
 //! picks one on the actual pressure matrix ([`SpmvTuning`], through `ferroflow_cuda::tune`).
 //! Every variant adds a row's terms in the CPU's order, so the choice changes speed only.
 use super::cg::grid;
-use super::SPMV;
+use super::{exact, DeviceReal, SPMV};
 use ferroflow_core::BackendError;
 use ferroflow_cuda::cudarc::driver::sys::CUdeviceptr;
 use ferroflow_cuda::cudarc::driver::{
@@ -58,9 +58,9 @@ pub fn spmv_candidates() -> Vec<SpmvShape> {
 }
 
 impl SpmvShape {
-    /// The build of `fem_spmv.cu` for this variant.
-    pub fn build(self) -> Build {
-        let b = Build::new(SPMV, Scalar::F64).define("SPMV_THREADS", self.threads());
+    /// The build of `fem_spmv.cu` for this variant in `precision`.
+    pub fn build(self, precision: Scalar) -> Build {
+        let b = exact(SPMV, precision).define("SPMV_THREADS", self.threads());
         let b = match self {
             SpmvShape::Csr { .. } => b.define("SPMV_CSR", 1),
             SpmvShape::Vector { lanes, .. } => {
@@ -162,23 +162,23 @@ fn sell(offsets: &[u32], columns: &[u32], sigma: usize) -> Sell {
 }
 
 /// A product's storage on the device.
-pub(crate) struct Layout {
+pub(crate) struct Layout<R: DeviceReal> {
     starts: CudaSlice<u32>,
     columns: CudaSlice<u32>,
-    values: CudaSlice<f64>,
+    values: CudaSlice<R>,
     /// SELL only: lengths, rows and each stored entry's CSR entry.
     sell: Option<[CudaSlice<u32>; 3]>,
     /// Threads' items: rows (CSR) or slice positions (SELL).
     items: usize,
 }
 
-impl Layout {
+impl<R: DeviceReal> Layout<R> {
     /// The CSR rows `offsets`, `columns`.
     pub(crate) fn csr(
         stream: &Arc<CudaStream>,
         offsets: &[u32],
         columns: &[u32],
-    ) -> Result<Layout, BackendError> {
+    ) -> Result<Layout<R>, BackendError> {
         let up = |v: &[u32]| stream.clone_htod(v).check("uploading the matrix pattern");
         Ok(Layout {
             starts: up(offsets)?,
@@ -196,7 +196,7 @@ impl Layout {
         offsets: &[u32],
         columns: &[u32],
         sigma: usize,
-    ) -> Result<Layout, BackendError> {
+    ) -> Result<Layout<R>, BackendError> {
         let s = sell(offsets, columns, sigma);
         let up = |v: &[u32]| stream.clone_htod(v).check("uploading a sliced matrix");
         Ok(Layout {
@@ -230,14 +230,14 @@ pub(crate) struct SpmvArgs {
 unsafe impl DeviceRepr for SpmvArgs {}
 
 /// One variant, loaded, with its storage.
-pub(crate) struct SpmvKernel {
+pub(crate) struct SpmvKernel<R: DeviceReal> {
     product: CudaFunction,
     scale: CudaFunction,
     pub(crate) shape: SpmvShape,
-    layout: Arc<Layout>,
+    layout: Arc<Layout<R>>,
 }
 
-impl SpmvKernel {
+impl<R: DeviceReal> SpmvKernel<R> {
     /// The arguments for the scaled diagonal `diagonal`, scaling `s` and the solve's status
     /// (0: none, run always).
     pub(crate) fn args(
@@ -305,9 +305,9 @@ impl SpmvKernel {
 
 /// What timing the variants needs: the pressure matrix (`h`, CSR order, with its scaling
 /// and scaled diagonal), a vector `x` and scratch `w` (one value per row).
-pub(crate) struct SpmvTuning<'a> {
+pub(crate) struct SpmvTuning<'a, R: DeviceReal> {
     pub(crate) device: &'a Device,
-    pub(crate) csr: Arc<Layout>,
+    pub(crate) csr: Arc<Layout<R>>,
     pub(crate) offsets: &'a [u32],
     pub(crate) columns: &'a [u32],
     pub(crate) h: CUdeviceptr,
@@ -317,9 +317,9 @@ pub(crate) struct SpmvTuning<'a> {
     pub(crate) w: CUdeviceptr,
 }
 
-impl Tunable for SpmvTuning<'_> {
+impl<R: DeviceReal> Tunable for SpmvTuning<'_, R> {
     type Shape = SpmvShape;
-    type Kernel = SpmvKernel;
+    type Kernel = SpmvKernel<R>;
 
     fn what(&self) -> String {
         "pressure matrix-vector product".into()
@@ -334,11 +334,11 @@ impl Tunable for SpmvTuning<'_> {
     }
 
     fn build(&self, shape: SpmvShape) -> Build {
-        shape.build()
+        shape.build(R::SCALAR)
     }
 
     /// Loads the variant with its storage (the CSR one shared), the matrix scaled into it.
-    fn load(&self, cubin: Vec<u8>, shape: SpmvShape) -> Result<SpmvKernel, BackendError> {
+    fn load(&self, cubin: Vec<u8>, shape: SpmvShape) -> Result<SpmvKernel<R>, BackendError> {
         let stream = &self.device.stream;
         let module = (self.device.ctx)
             .load_module(Ptx::from_binary(cubin))
@@ -365,7 +365,7 @@ impl Tunable for SpmvTuning<'_> {
         Ok(kernel)
     }
 
-    fn queue(&self, kernel: &SpmvKernel) -> Result<(), BackendError> {
+    fn queue(&self, kernel: &SpmvKernel<R>) -> Result<(), BackendError> {
         let stream = &self.device.stream;
         let args = kernel.args(stream, self.diagonal, self.s, 0);
         kernel.launch(stream, &args, self.x, self.w)
@@ -377,9 +377,10 @@ impl Tunable for SpmvTuning<'_> {
 
     fn cache_key(&self) -> String {
         format!(
-            "fem pressure spmv | {} rows | {} entries | F64",
+            "fem pressure spmv | {} rows | {} entries | {:?}",
             self.offsets.len() - 1,
-            self.columns.len()
+            self.columns.len(),
+            R::SCALAR
         )
     }
 }

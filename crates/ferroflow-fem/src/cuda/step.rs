@@ -2,7 +2,7 @@
 //! GPU (kernels/fem_step.cu for the node loops, [`super::cg`] for the pressure solve).
 use super::cg::{chunks, launch, per_node, read, Inputs, Reduction, Solve};
 use super::spmv::Layout;
-use super::{step_build, SpmvShape, TuneMode, TuneReport, DEFAULT_GRAPH_ITERATIONS};
+use super::{step_build, DeviceReal, SpmvShape, TuneMode, TuneReport, DEFAULT_GRAPH_ITERATIONS};
 use crate::cg::Outcome;
 use crate::fractional::{Controls, FractionalStep, StepReport};
 use ferroflow_core::BackendError;
@@ -11,8 +11,6 @@ use ferroflow_cuda::cudarc::driver::{CudaFunction, CudaSlice, DeviceRepr};
 use ferroflow_cuda::cudarc::nvrtc::Ptx;
 use ferroflow_cuda::{address, Check, Device};
 use std::sync::Arc;
-
-type Vec3 = [f64; 3];
 
 /// How the GPU solver runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,7 +47,7 @@ struct RowsArgs {
 /// `Step` of kernels/fem_step.cu, field for field.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-struct StepArgs {
+struct StepArgs<R> {
     rows: RowsArgs,
     h: CUdeviceptr,
     h_min: CUdeviceptr,
@@ -76,19 +74,19 @@ struct StepArgs {
     rot: CUdeviceptr,
     dt_node: CUdeviceptr,
     red: Reduction,
-    nu: f64,
-    rho: f64,
-    dt: f64,
-    cfl: f64,
-    dt_max: f64,
-    c_convection: f64,
-    c_pressure: f64,
+    nu: R,
+    rho: R,
+    dt: R,
+    cfl: R,
+    dt_max: R,
+    c_convection: R,
+    c_pressure: R,
     level: i64,
     local: i32,
 }
 
 // SAFETY: C structs of device addresses and numbers.
-unsafe impl DeviceRepr for StepArgs {}
+unsafe impl<R: DeviceReal> DeviceRepr for StepArgs<R> {}
 
 /// The step's kernels (kernels/fem_step.cu).
 struct Kernels {
@@ -106,17 +104,17 @@ struct Kernels {
     time_step: CudaFunction,
 }
 
-/// Node arrays of f64 per node: their count each (u, p, two stages, the sum, ξ, τ twice, the
+/// Node arrays of reals per node: their count each (u, p, two stages, the sum, ξ, τ twice, the
 /// rates, ∇p, f, the diagonal, scaling, scaled diagonal, x, δp, the rotational term, Δt).
 const NODE_ARRAYS: [usize; 18] = [3, 1, 3, 3, 3, 3, 1, 1, 1, 3, 1, 1, 1, 1, 1, 1, 1, 1];
 
-/// The fractional-step solver with its state on a GPU: [`CudaFractional::step`] gives
-/// [`FractionalStep::step`]'s state and report, bit for bit (module comment of
-/// [`crate::cuda`]).
-pub struct CudaFractional {
+/// The fractional-step solver with its state on a GPU, in precision `R`:
+/// [`CudaFractional::step`] gives [`FractionalStep::step`]'s state and report, bit for bit
+/// (module comment of [`crate::cuda`]).
+pub struct CudaFractional<R: DeviceReal = f64> {
     device: Device,
     kernels: Kernels,
-    args: StepArgs,
+    args: StepArgs<R>,
     controls: Controls,
     tune: TuneMode,
     /// The fixed-velocity nodes, in order: their held values' index.
@@ -124,26 +122,26 @@ pub struct CudaFractional {
     /// The pattern, for building the product's layouts.
     offsets: Vec<u32>,
     columns: Vec<u32>,
-    u: CudaSlice<f64>,
-    p: CudaSlice<f64>,
-    held_half: CudaSlice<f64>,
-    held_full: CudaSlice<f64>,
-    totals: CudaSlice<f64>,
-    /// Memory `args` points to besides the named arrays: f64 arrays (read back by
+    u: CudaSlice<R>,
+    p: CudaSlice<R>,
+    held_half: CudaSlice<R>,
+    held_full: CudaSlice<R>,
+    totals: CudaSlice<R>,
+    /// Memory `args` points to besides the named arrays: arrays of reals (read back by
     /// [`CudaFractional::time_cusparse`]), the pattern and counter, the nodes' flags.
-    reals: Vec<CudaSlice<f64>>,
+    reals: Vec<CudaSlice<R>>,
     _indices: Vec<CudaSlice<u32>>,
     _flags: Vec<CudaSlice<i32>>,
-    solve: Solve,
+    solve: Solve<R>,
     n: usize,
     /// Device bytes of the arrays (without a sliced product's own).
     bytes: usize,
 }
 
-impl CudaFractional {
+impl<R: DeviceReal> CudaFractional<R> {
     /// `solver`'s mesh, settings and state on the GPU `options.device`; an error says why
     /// there is none, or what does not fit.
-    pub fn new(solver: &FractionalStep, options: &CudaOptions) -> Result<Self, BackendError> {
+    pub fn new(solver: &FractionalStep<R>, options: &CudaOptions) -> Result<Self, BackendError> {
         let device = Device::open(options.device)?;
         let ops = &solver.ops;
         let (n, nnz) = (ops.nodes(), ops.columns.len());
@@ -154,14 +152,15 @@ impl CudaFractional {
             });
         }
         // Per entry: terms, column (twice), matrix values (twice); per node the arrays.
-        let need = nnz * (128 + 4 + 4 + 8 + 8)
-            + n * 8 * NODE_ARRAYS.iter().sum::<usize>()
-            + n * (4 + 4 + 4 + 2 * 24)
-            + Solve::bytes(n);
+        let real = R::BYTES;
+        let need = nnz * (16 * real + 4 + 4 + 2 * real)
+            + n * real * NODE_ARRAYS.iter().sum::<usize>()
+            + n * (4 + 4 + 4 + 2 * 3 * real)
+            + Solve::<R>::bytes(n);
         device.ensure_free(need, &format!("{n} nodes, {nnz} directed edges"))?;
         let stream = device.stream.clone();
         let module = (device.ctx)
-            .load_module(Ptx::from_binary(device.compile(&step_build())?))
+            .load_module(Ptx::from_binary(device.compile(&step_build(R::SCALAR))?))
             .check("loading fem_step")?;
         let f = |name: &str| module.load_function(name).check(name);
         let kernels = Kernels {
@@ -178,21 +177,11 @@ impl CudaFractional {
             divergence: f("fem_divergence")?,
             time_step: f("fem_time_step")?,
         };
-        let up = |v: &[f64]| stream.clone_htod(v).check("uploading the mesh");
-        let zeros = |k: usize| stream.alloc_zeros::<f64>(k).check("allocating the state");
+        let up = |v: &[R]| stream.clone_htod(v).check("uploading the mesh");
+        let zeros = |k: usize| stream.alloc_zeros::<R>(k).check("allocating the state");
         let offsets: Vec<u32> = ops.offsets.iter().map(|&o| o as u32).collect();
         let columns = ops.columns.clone();
-        let terms: Vec<f64> = ops
-            .terms
-            .iter()
-            .flat_map(|t| {
-                let mut v = t.laplacian.to_vec();
-                v.push(t.mass);
-                v.extend(t.ni_dnj);
-                v.extend(t.dni_nj);
-                v
-            })
-            .collect();
+        let terms: Vec<R> = ops.terms.iter().flat_map(|t| t.values()).collect();
         let fixed: Vec<usize> = (0..n).filter(|&i| solver.fixed_velocity[i]).collect();
         let mut boundary = vec![-1i32; n];
         for (k, &i) in fixed.iter().enumerate() {
@@ -229,7 +218,7 @@ impl CudaFractional {
             reals.push(zeros(k * n)?);
         }
         let counter = stream.alloc_zeros::<u32>(1).check("allocating a counter")?;
-        let a = |v: &CudaSlice<f64>| address(v, &stream);
+        let a = |v: &CudaSlice<R>| address(v, &stream);
         let node = |k: usize| a(&reals[6 + k]);
         let red = Reduction {
             partials: a(&reals[5]),
@@ -269,13 +258,13 @@ impl CudaFractional {
             rot: node(14),
             dt_node: node(15),
             red,
-            nu: solver.fluid.viscosity,
-            rho: solver.fluid.density,
-            dt: 0.0,
-            cfl: solver.controls.cfl,
-            dt_max: solver.controls.dt_max,
-            c_convection: solver.controls.convection_factor,
-            c_pressure: solver.controls.pressure_factor,
+            nu: R::of(solver.fluid.viscosity),
+            rho: R::of(solver.fluid.density),
+            dt: R::zero(),
+            cfl: R::of(solver.controls.cfl),
+            dt_max: R::of(solver.controls.dt_max),
+            c_convection: R::of(solver.controls.convection_factor),
+            c_pressure: R::of(solver.controls.pressure_factor),
             level: solver.level.map_or(-1, |l| l as i64),
             local: solver.controls.local_time_steps as i32,
         };
@@ -335,26 +324,6 @@ impl CudaFractional {
         self.solve.time_iterations(&self.device, replays)
     }
 
-    /// Median seconds of cuSPARSE's SpMV on the last step's scaled pressure matrix (whole, in
-    /// CSR), samples of `launches` products, for comparison with [`CudaFractional::time_spmv`].
-    pub fn time_cusparse(&self, launches: usize) -> Result<f64, BackendError> {
-        let stream = &self.device.stream;
-        let reals = &self.reals;
-        let h = read(stream, &reals[4], "reading the pressure matrix")?;
-        // The diagonal and the scaling: the node arrays 9 and 10 (`args`).
-        let diagonal = read(stream, &reals[6 + 9], "reading the pressure matrix")?;
-        let s = read(stream, &reals[6 + 10], "reading the pressure matrix")?;
-        super::cusparse::time_spmv(
-            &self.device,
-            &self.offsets,
-            &self.columns,
-            &h,
-            &diagonal,
-            &s,
-            launches,
-        )
-    }
-
     /// Device bytes this solver allocated (estimate from its arrays' sizes) and the device's
     /// free and total memory now.
     pub fn memory(&self) -> Result<[usize; 3], BackendError> {
@@ -371,27 +340,30 @@ impl CudaFractional {
         self.solve.shape()
     }
 
-    /// [`FractionalStep::step`]: advances by `dt` from time `t`; `boundary(node, time)` is the
-    /// velocity of a fixed-velocity node (called on the host for the step's two times). With
-    /// [`Controls::local_time_steps`] it is [`FractionalStep::advance`] by each node's stable
-    /// step ([`CudaFractional::time_steps`] reads them), `dt` the boundary's.
+    /// [`FractionalStep::step`]: advances by `dt` (rounded to `R`) from time `t`;
+    /// `boundary(node, time)` is the velocity of a fixed-velocity node (called on the host for
+    /// the step's two times). With [`Controls::local_time_steps`] it is
+    /// [`FractionalStep::advance`] by each node's stable step ([`CudaFractional::time_steps`]
+    /// reads them), `dt` the boundary's.
     pub fn step(
         &mut self,
         dt: f64,
         t: f64,
-        boundary: &(dyn Fn(usize, f64) -> Vec3 + Sync),
+        boundary: &(dyn Fn(usize, f64) -> [f64; 3] + Sync),
     ) -> Result<StepReport, BackendError> {
         let stream = self.device.stream.clone();
         // The stages' times, t + α Δt (α = 1/2, 1/2, 1), and û's, t + Δt.
-        let values = |time: f64| -> Vec<f64> {
-            self.fixed.iter().flat_map(|&i| boundary(i, time)).collect()
+        let values = |time: f64| -> Vec<R> {
+            (self.fixed.iter())
+                .flat_map(|&i| boundary(i, time).map(R::of))
+                .collect()
         };
         let (half, full) = (values(t + 0.5 * dt), values(t + dt));
         if !self.fixed.is_empty() {
             (stream.memcpy_htod(&half, &mut self.held_half)).check("uploading boundary values")?;
             (stream.memcpy_htod(&full, &mut self.held_full)).check("uploading boundary values")?;
         }
-        self.args.dt = dt;
+        self.args.dt = R::of(dt);
         let (n, k) = (self.n, &self.kernels);
         let go = |f: &CudaFunction, config, extra: Option<i32>, what: &str| {
             launch(&stream, f, config, &self.args, extra, what)
@@ -435,7 +407,8 @@ impl CudaFractional {
         go(&k.correct, per_node(n), None, "fem_correct")?;
         go(&k.pressure_update, per_node(n), None, "fem_pressure_update")?;
         go(&k.divergence, chunks(n), None, "fem_divergence")?;
-        let [divergence, continuity] = self.read_totals()?.map(|s| (s / n as f64).sqrt());
+        let count = R::of(n as f64);
+        let [divergence, continuity] = self.read_totals()?.map(|s| (s / count).sqrt().f64());
         Ok(StepReport {
             pressure,
             divergence,
@@ -448,12 +421,12 @@ impl CudaFractional {
         let stream = &self.device.stream;
         let k = &self.kernels.time_step;
         launch(stream, k, chunks(self.n), &self.args, None, "fem_time_step")?;
-        Ok(self.read_totals()?[0])
+        Ok(self.read_totals()?[0].f64())
     }
 
     /// Each node's stability estimate of the last step or [`CudaFractional::time_step`]:
     /// [`FractionalStep::local_time_steps`] of that state.
-    pub fn time_steps(&self) -> Result<Vec<f64>, BackendError> {
+    pub fn time_steps(&self) -> Result<Vec<R>, BackendError> {
         // The node array 15 (`args`).
         read(
             &self.device.stream,
@@ -462,17 +435,40 @@ impl CudaFractional {
         )
     }
 
-    fn read_totals(&self) -> Result<[f64; 2], BackendError> {
+    fn read_totals(&self) -> Result<[R; 2], BackendError> {
         let v = read(&self.device.stream, &self.totals, "reading sums")?;
         Ok([v[0], v[1]])
     }
 
     /// The velocity and pressure at the nodes (waits for the device).
-    pub fn state(&self) -> Result<(Vec<Vec3>, Vec<f64>), BackendError> {
+    pub fn state(&self) -> Result<(Vec<[R; 3]>, Vec<R>), BackendError> {
         let stream = &self.device.stream;
         let u = read(stream, &self.u, "reading the velocity")?;
         let p = read(stream, &self.p, "reading the pressure")?;
         let u = u.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
         Ok((u, p))
+    }
+}
+
+impl CudaFractional<f64> {
+    /// Median seconds of cuSPARSE's SpMV on the last step's scaled pressure matrix (whole, in
+    /// CSR), samples of `launches` products, for comparison with [`CudaFractional::time_spmv`]
+    /// (f64, the benchmark's precision).
+    pub fn time_cusparse(&self, launches: usize) -> Result<f64, BackendError> {
+        let stream = &self.device.stream;
+        let reals = &self.reals;
+        let h = read(stream, &reals[4], "reading the pressure matrix")?;
+        // The diagonal and the scaling: the node arrays 9 and 10 (`args`).
+        let diagonal = read(stream, &reals[6 + 9], "reading the pressure matrix")?;
+        let s = read(stream, &reals[6 + 10], "reading the pressure matrix")?;
+        super::cusparse::time_spmv(
+            &self.device,
+            &self.offsets,
+            &self.columns,
+            &h,
+            &diagonal,
+            &s,
+            launches,
+        )
     }
 }
