@@ -236,6 +236,12 @@ fn update_row<
     let rows = RowPointers::new(q, src, st, start);
     for first in (0..count).step_by(CHUNK) {
         let len = CHUNK.min(count - first);
+        // The lines the next chunk will write (past the row's end: the next row's), asked for
+        // now: an ordinary store must first read its line, and stores waiting for memory
+        // stall the loop.
+        for row in out.iter().take(equations) {
+            prefetch(row.as_ptr().wrapping_add(first + CHUNK), CHUNK);
+        }
         // `len` rounded up, written as the minimum with CHUNK so that LLVM sees the bound:
         // where it could not, the index's bounds check forced the vector loop to leave its
         // last vector to the scalar loop.
@@ -270,6 +276,19 @@ fn update_row<
         }
     }
     sums
+}
+
+/// Asks for the cache lines of `len` values from `at` (a hint: it never faults).
+#[inline(always)]
+fn prefetch<R: Real>(at: *const R, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for b in (0..len * R::BYTES).step_by(64) {
+        // SAFETY: a prefetch reads nothing and never faults, at any address.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>().wrapping_add(b));
+        }
+    }
 }
 
 /// Runs `f` compiled for AVX-512 as well (x86-64-v4: 32 vector registers of 8 f64 or 16
