@@ -259,3 +259,39 @@ extern "C" __global__ void __launch_bounds__(SUM_LANES) fem_time_step(const Step
     }
     reduce_chunks<1>(x, MIN, a.red);
 }
+
+// What the last step changed, for the host's steady and divergence checks without the state:
+// FractionalStep::rates (the largest |u − u0| / Δt_I and |p − p0| / (ρ Δt_I), the same
+// operations), and the largest |u| component, infinite where a value is not finite.
+struct Change {
+    const real_t* u;
+    const real_t* u0;
+    const real_t* p;
+    const real_t* p0;
+    const real_t* dt_node;
+    Reduction red;
+    real_t dt, rho;
+    idx_t n;
+    int local;
+};
+
+extern "C" __global__ void __launch_bounds__(SUM_LANES) fem_changes(const Change a) {
+    real_t x[3] = {0, 0, 0};
+    for (int k = 0; k < SUM_BLOCK / SUM_LANES; ++k) {
+        const idx_t i = chunk_item(k, a.n);
+        if (i < 0) continue;
+        const real_t dt = a.local ? a.dt_node[i] : a.dt;
+        real_t change = 0, fastest = 0;
+        bool finite = isfinite(a.p[i]);
+        for (int c = 0; c < 3; ++c) {
+            const real_t v = a.u[3 * i + c];
+            change = fmax(change, fabs(v - a.u0[3 * i + c]));
+            fastest = fmax(fastest, fabs(v));
+            finite = finite && isfinite(v);
+        }
+        x[0] = fmax(x[0], change / dt);
+        x[1] = fmax(x[1], fabs(a.p[i] - a.p0[i]) / (a.rho * dt));
+        x[2] = fmax(x[2], finite ? fastest : (real_t)POSITIVE_INFINITY);
+    }
+    reduce_chunks<3>(x, MAX, a.red);
+}

@@ -46,7 +46,7 @@ fn bits<R: Real>(u: &[[R; 3]], p: &[R]) -> Vec<u64> {
 
 /// Steps `cpu` and a GPU copy of it `steps` times by the CPU's stability estimate (each
 /// node's own with `local`, as `cpu`'s controls say), checking after each step that the time
-/// steps, report and state agree bit for bit.
+/// steps, report, rates and state agree bit for bit.
 fn agree<R: DeviceReal>(
     cpu: &mut FractionalStep<R>,
     boundary: &(dyn Fn(usize, f64) -> [f64; 3] + Sync),
@@ -59,6 +59,7 @@ fn agree<R: DeviceReal>(
     for step in 0..steps {
         let own = cpu.local_time_steps();
         let dt = cpu.time_step();
+        let (u0, p0) = (cpu.u.clone(), cpu.p.clone());
         assert_eq!(
             gpu.time_step().unwrap().to_bits(),
             dt.to_bits(),
@@ -83,6 +84,23 @@ fn agree<R: DeviceReal>(
         assert_eq!(got.divergence.to_bits(), want.divergence.to_bits());
         assert_eq!(got.continuity.to_bits(), want.continuity.to_bits());
         assert!(want.pressure.converged && want.pressure.iterations > 3);
+        let steps = match local {
+            true => own.clone(),
+            false => vec![R::of(dt); own.len()],
+        };
+        let (rate, pressure_rate) = cpu.rates(&u0, &p0, &steps);
+        let largest = cpu
+            .u
+            .as_flattened()
+            .iter()
+            .fold(R::zero(), |m, c| c.abs().max(m));
+        let changes = gpu.changes().unwrap().map(f64::to_bits);
+        assert_eq!(
+            changes,
+            [rate, pressure_rate, largest.f64()].map(f64::to_bits),
+            "step {step}"
+        );
+        assert!(rate > 0.0 && pressure_rate > 0.0, "step {step}");
         let (u, p) = gpu.state().unwrap();
         assert!(
             bits(&u, &p) == bits(&cpu.u, &cpu.p),

@@ -95,8 +95,10 @@ Transfinite Surface{12} = {14, 13, 28, 26}; Transfinite Surface{11} = {16, 17, 2
 Transfinite Surface{16} = {13, 33, 34, 28}; Transfinite Surface{13} = {17, 31, 30, 27};
 
 // Layers along z: z_k / H = k / nz - g sin(2 pi k / nz) / (2 pi), cells at the walls 1 - g
-// times the mean; nz even, so that no layer straddles the mirror plane z = 0.205.
-nz = 2 * Round(1.5 * n); g = 0.5;
+// times the mean; nz even, so that no layer straddles the mirror plane z = 0.205 (`-setnumber
+// nz NZ` refines along z alone, to tell its error from the cross-section's).
+DefineConstant[nz = 2 * Round(1.5 * n)];
+g = 0.5;
 For k In {1:nz}
   one[k - 1] = 1;
   z[k - 1] = k / nz - g * Sin(2 * Pi * k / nz) / (2 * Pi);

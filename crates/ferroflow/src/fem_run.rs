@@ -8,9 +8,9 @@
 //! profiles ([`fem_profiles`]).
 //!
 //! With `--backend cuda` the steps run on the GPU ([`CudaFractional`], the CPU's bits),
-//! with equal or local time steps; the state (and with local steps each node's Δt) is read
-//! back after each step into the host solver's, which the rates, the divergence check and the
-//! outputs read as on the CPU.
+//! with equal or local time steps. The state stays there: after a step the host reads only
+//! the rates and the largest velocity component ([`CudaFractional::changes`]), and the state
+//! for snapshots, checkpoints, the end and a divergence's message; the files are the CPU's.
 //!
 //! The run computes in `backend.precision` (f64 or f32); the fields, summary and histories are
 //! written in f64 (widened, exactly), the checkpoint in the run's precision, and a restart
@@ -266,10 +266,8 @@ impl<'a, R: DeviceReal> FemRun<'a, R> {
             if let Some(status) = self.stopped() {
                 break status;
             }
-            let (u0, p0) = (self.setup.solver.u.clone(), self.setup.solver.p.clone());
-            let (dt, step, report) = self.advance().map_err(Failure::runtime)?;
-            let solver = &self.setup.solver;
-            let (rate, pressure_rate) = solver.rates(&u0, &p0, &dt);
+            let (step, report, change) = self.advance().map_err(Failure::runtime)?;
+            let [rate, pressure_rate, fastest] = change;
             self.time += step;
             self.sim.iteration += 1;
             let row = [
@@ -287,7 +285,7 @@ impl<'a, R: DeviceReal> FemRun<'a, R> {
                 relative: row.to_vec(),
             });
             self.wall_seconds = earlier + start.elapsed().as_secs_f64();
-            if let Some(why) = self.diverged(speed) {
+            if let Some(why) = self.diverged(fastest, speed)? {
                 return Err(self.fail_diverged(&why));
             }
             (self.files.report).update(self.sim.iteration, &[rate, pressure_rate]);
@@ -297,6 +295,7 @@ impl<'a, R: DeviceReal> FemRun<'a, R> {
                 && step_no.is_multiple_of(o.field_interval)
                 && self.stopped().is_none()
             {
+                self.read_state()?;
                 let setup = &self.setup;
                 let write = |path: &Path| write_fields(setup, o.compress, path);
                 self.files.snapshot(step_no, write)?;
@@ -308,13 +307,16 @@ impl<'a, R: DeviceReal> FemRun<'a, R> {
         self.finish(status)
     }
 
-    /// One step from the time reached, on the CPU or the GPU (the state read back): each
-    /// node's Δt, the time it advanced and the step's report.
-    fn advance(&mut self) -> Result<(Vec<R>, f64, StepReport), BackendError> {
+    /// One step from the time reached, on the CPU or the GPU (the state left there): the time
+    /// it advanced, the step's report and what it changed, [velocity rate, pressure rate,
+    /// largest |u| component or NaN on the CPU] (the rates of [`FractionalStep::rates`]).
+    ///
+    /// [`FractionalStep::rates`]: ferroflow_fem::fractional::FractionalStep::rates
+    fn advance(&mut self) -> Result<(f64, StepReport, [f64; 3]), BackendError> {
         let n = &self.job.case.numerics;
         let solver = &mut self.setup.solver;
-        let mut dt = match &self.gpu {
-            // The smallest is all the GPU's step needs; its local ones are read after it.
+        let dt = match &self.gpu {
+            // The smallest is all the GPU's step needs: it finds the local ones itself.
             Some(gpu) => vec![R::of(gpu.time_step()?)],
             None => solver.local_time_steps(),
         };
@@ -329,23 +331,34 @@ impl<'a, R: DeviceReal> FemRun<'a, R> {
                 dt.max(f64::MIN_POSITIVE)
             }
         };
-        if !n.local_time_steps {
-            dt = vec![R::of(step); solver.u.len()];
-        }
         let held = &self.setup.boundary;
         let boundary = |i: usize, t: f64| held.velocity(i, t);
-        let report = match &mut self.gpu {
+        Ok(match &mut self.gpu {
             Some(gpu) => {
                 let report = gpu.step(step, self.time, &boundary)?;
-                (solver.u, solver.p) = gpu.state()?;
-                if n.local_time_steps {
-                    dt = gpu.time_steps()?;
-                }
-                report
+                (step, report, gpu.changes()?)
             }
-            None => solver.advance(&dt, step, self.time, &boundary),
-        };
-        Ok((dt, step, report))
+            None => {
+                let dt = match n.local_time_steps {
+                    true => dt,
+                    false => vec![R::of(step); dt.len()],
+                };
+                let (u0, p0) = (solver.u.clone(), solver.p.clone());
+                let report = solver.advance(&dt, step, self.time, &boundary);
+                let (rate, pressure_rate) = solver.rates(&u0, &p0, &dt);
+                (step, report, [rate, pressure_rate, f64::NAN])
+            }
+        })
+    }
+
+    /// Copies the GPU's state into the host solver's, which the outputs read (nothing on the
+    /// CPU).
+    fn read_state(&mut self) -> Result<(), Failure> {
+        if let Some(gpu) = &self.gpu {
+            let s = &mut self.setup.solver;
+            (s.u, s.p) = gpu.state().map_err(Failure::runtime)?;
+        }
+        Ok(())
     }
 
     /// Why the run stops before its next step, if it does.
@@ -383,24 +396,33 @@ impl<'a, R: DeviceReal> FemRun<'a, R> {
     }
 
     /// Why the state after the last step is not usable, if it is not: a non-finite value, or
-    /// a velocity [`DIVERGENCE_FACTOR`] times `speed`.
-    fn diverged(&self, speed: f64) -> Option<String> {
+    /// a velocity [`DIVERGENCE_FACTOR`] times `speed`. On the GPU the state is read (for the
+    /// message) only where its largest component `fastest` says so.
+    fn diverged(&mut self, fastest: f64, speed: f64) -> Result<Option<String>, Failure> {
+        if self.gpu.is_some() {
+            if fastest <= DIVERGENCE_FACTOR * speed {
+                return Ok(None);
+            }
+            self.read_state()?;
+        }
         let s = &self.setup.solver;
         let step = self.sim.iteration;
         let bad = |x: R| !x.is_finite();
         if let Some(i) = (0..s.p.len()).find(|&i| s.u[i].iter().any(|&c| bad(c)) || bad(s.p[i])) {
-            return Some(format!("diverged at step {step}: not finite at node {i}"));
+            return Ok(Some(format!(
+                "diverged at step {step}: not finite at node {i}"
+            )));
         }
         let fastest =
             s.u.iter()
                 .map(|v| v.iter().map(|c| c.f64().abs()).fold(0.0, f64::max));
         let fastest = fastest.fold(0.0, f64::max);
-        (fastest > DIVERGENCE_FACTOR * speed).then(|| {
+        Ok((fastest > DIVERGENCE_FACTOR * speed).then(|| {
             format!(
                 "diverged at step {step}: |u| reached {fastest:.3e}, {DIVERGENCE_FACTOR:e} times \
                  the fastest initial or boundary speed"
             )
-        })
+        }))
     }
 
     /// The state after the last step as a checkpoint holds it: u, v, w, p per node.
@@ -412,7 +434,8 @@ impl<'a, R: DeviceReal> FemRun<'a, R> {
     }
 
     /// Writes the checkpoint of the state after the last step, atomically.
-    fn checkpoint(&self) -> Result<(), Failure> {
+    fn checkpoint(&mut self) -> Result<(), Failure> {
+        self.read_state()?;
         (self.files).checkpoint(self.job, &self.sim, self.wall_seconds, self.state_vars())
     }
 
@@ -501,6 +524,7 @@ impl<'a, R: DeviceReal> FemRun<'a, R> {
     /// in the output directory, an interrupted one leaves its own in the staging directory
     /// and fails with exit code 130.
     fn finish(mut self, status: FemStatus) -> Result<(), Failure> {
+        self.read_state()?;
         let compress = self.job.case.output.compress;
         let write = |path: &Path| write_fields(&self.setup, compress, path);
         let done = (&self.sim, self.wall_seconds);

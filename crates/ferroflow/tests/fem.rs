@@ -1,6 +1,7 @@
 //! `ferroflow run` and `check` of finite-element cases: the files of a run on a tiny
 //! tetrahedral cube, the bitwise restart, divergence, Ctrl-C, and input errors that name the
-//! key, the value or the file; on a GPU (ignored without one), the CPU's files bit for bit.
+//! key, the value or the file; on a GPU (ignored without one), the CPU's files bit for bit,
+//! and a divergence at the CPU's step.
 use std::fs;
 use std::path::Path;
 use tempfile::TempDir;
@@ -493,4 +494,28 @@ fn a_tiny_cube_on_the_gpu_writes_the_cpu_files_and_restarts_bitwise() {
     // Not the equal steps' run.
     let rows = fs::read_to_string(local("cuda").join("residuals.csv")).unwrap();
     assert_ne!(rows, fs::read_to_string(gpu.join("residuals.csv")).unwrap());
+}
+
+#[test]
+#[ignore = "needs a GPU: run with --ignored"]
+fn a_diverging_run_on_the_gpu_stops_where_the_cpu_does() {
+    // The GPU's state stays there: the run finds the divergence from the largest velocity
+    // alone, then reads the state for the message.
+    let tmp = TempDir::new().unwrap();
+    let mut rows = Vec::new();
+    for backend in ["cpu", "cuda"] {
+        let out = ["--backend", backend, "--out", backend];
+        let first = [&out[..], &["--set", "numerics.max_steps=2"]].concat();
+        ferroflow(tmp.path())
+            .args(tiny_cube(&first))
+            .assert()
+            .success();
+        let unstable = ["--set", "numerics.cfl=40", "--set", "numerics.dt_max=10"];
+        let cmd = &mut ferroflow(tmp.path());
+        let dir = tmp.path().join(backend);
+        let args = tiny_cube(&[&out[..], &unstable].concat());
+        assert_diverges(cmd.args(args), &dir, "diverged at step");
+        rows.push(fs::read_to_string(dir.join("partial/residuals.csv")).unwrap());
+    }
+    assert_eq!(rows[0], rows[1]);
 }

@@ -85,8 +85,25 @@ struct StepArgs<R> {
     local: i32,
 }
 
+/// `Change` of kernels/fem_step.cu, field for field.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct ChangeArgs<R> {
+    u: CUdeviceptr,
+    u0: CUdeviceptr,
+    p: CUdeviceptr,
+    p0: CUdeviceptr,
+    dt_node: CUdeviceptr,
+    red: Reduction,
+    dt: R,
+    rho: R,
+    n: i64,
+    local: i32,
+}
+
 // SAFETY: C structs of device addresses and numbers.
 unsafe impl<R: DeviceReal> DeviceRepr for StepArgs<R> {}
+unsafe impl<R: DeviceReal> DeviceRepr for ChangeArgs<R> {}
 
 /// The step's kernels (kernels/fem_step.cu).
 struct Kernels {
@@ -102,6 +119,7 @@ struct Kernels {
     pressure_update: CudaFunction,
     divergence: CudaFunction,
     time_step: CudaFunction,
+    changes: CudaFunction,
 }
 
 /// Node arrays of reals per node: their count each (u, p, two stages, the sum, ξ, τ twice, the
@@ -124,6 +142,9 @@ pub struct CudaFractional<R: DeviceReal = f64> {
     columns: Vec<u32>,
     u: CudaSlice<R>,
     p: CudaSlice<R>,
+    /// The state before the last step ([`CudaFractional::changes`]).
+    u0: CudaSlice<R>,
+    p0: CudaSlice<R>,
     held_half: CudaSlice<R>,
     held_full: CudaSlice<R>,
     totals: CudaSlice<R>,
@@ -151,10 +172,11 @@ impl<R: DeviceReal> CudaFractional<R> {
                 what: format!("{nnz} directed edges (32-bit entry indices)"),
             });
         }
-        // Per entry: terms, column (twice), matrix values (twice); per node the arrays.
+        // Per entry: terms, column (twice), matrix values (twice); per node the arrays and
+        // the state before a step.
         let real = R::BYTES;
         let need = nnz * (16 * real + 4 + 4 + 2 * real)
-            + n * real * NODE_ARRAYS.iter().sum::<usize>()
+            + n * real * (NODE_ARRAYS.iter().sum::<usize>() + 4)
             + n * (4 + 4 + 4 + 2 * 3 * real)
             + Solve::<R>::bytes(n);
         device.ensure_free(need, &format!("{n} nodes, {nnz} directed edges"))?;
@@ -176,6 +198,7 @@ impl<R: DeviceReal> CudaFractional<R> {
             pressure_update: f("fem_pressure_update")?,
             divergence: f("fem_divergence")?,
             time_step: f("fem_time_step")?,
+            changes: f("fem_changes")?,
         };
         let up = |v: &[R]| stream.clone_htod(v).check("uploading the mesh");
         let zeros = |k: usize| stream.alloc_zeros::<R>(k).check("allocating the state");
@@ -193,9 +216,10 @@ impl<R: DeviceReal> CudaFractional<R> {
             .collect();
         let u = up(solver.u.as_flattened())?;
         let p = up(&solver.p)?;
+        let (u0, p0) = (zeros(3 * n)?, zeros(n)?);
         let held_half = zeros(3 * fixed.len().max(1))?;
         let held_full = zeros(3 * fixed.len().max(1))?;
-        let totals = zeros(2)?;
+        let totals = zeros(3)?;
         let csr = Arc::new(Layout::csr(&stream, &offsets, &columns)?);
         let ints = vec![
             stream.clone_htod(&offsets).check("uploading the mesh")?,
@@ -211,7 +235,7 @@ impl<R: DeviceReal> CudaFractional<R> {
             up(&solver.h)?,
             up(&ops.h_min)?,
             zeros(nnz)?,
-            zeros(2 * n.div_ceil(crate::sum::BLOCK))?,
+            zeros(3 * n.div_ceil(crate::sum::BLOCK))?,
         ];
         // The node arrays after u and p.
         for &k in &NODE_ARRAYS[2..] {
@@ -288,6 +312,8 @@ impl<R: DeviceReal> CudaFractional<R> {
             columns,
             u,
             p,
+            u0,
+            p0,
             held_half,
             held_full,
             totals,
@@ -364,6 +390,8 @@ impl<R: DeviceReal> CudaFractional<R> {
             (stream.memcpy_htod(&full, &mut self.held_full)).check("uploading boundary values")?;
         }
         self.args.dt = R::of(dt);
+        (stream.memcpy_dtod(&self.u, &mut self.u0)).check("keeping the velocity")?;
+        (stream.memcpy_dtod(&self.p, &mut self.p0)).check("keeping the pressure")?;
         let (n, k) = (self.n, &self.kernels);
         let go = |f: &CudaFunction, config, extra: Option<i32>, what: &str| {
             launch(&stream, f, config, &self.args, extra, what)
@@ -421,7 +449,30 @@ impl<R: DeviceReal> CudaFractional<R> {
         let stream = &self.device.stream;
         let k = &self.kernels.time_step;
         launch(stream, k, chunks(self.n), &self.args, None, "fem_time_step")?;
-        Ok(self.read_totals()?[0].f64())
+        let [smallest] = self.read_totals()?;
+        Ok(smallest.f64())
+    }
+
+    /// What the last step changed, read without the state: [`FractionalStep::rates`] of the
+    /// state before it, bit for bit, and the largest |u| component now, infinite if a value
+    /// of the state is not finite.
+    pub fn changes(&self) -> Result<[f64; 3], BackendError> {
+        let a = &self.args;
+        let args = ChangeArgs {
+            u: a.u,
+            u0: address(&self.u0, &self.device.stream),
+            p: a.p,
+            p0: address(&self.p0, &self.device.stream),
+            dt_node: a.dt_node,
+            red: a.red,
+            dt: a.dt,
+            rho: a.rho,
+            n: self.n as i64,
+            local: a.local,
+        };
+        let (stream, k) = (&self.device.stream, &self.kernels.changes);
+        launch(stream, k, chunks(self.n), &args, None, "fem_changes")?;
+        Ok(self.read_totals::<3>()?.map(|v| v.f64()))
     }
 
     /// Each node's stability estimate of the last step or [`CudaFractional::time_step`]:
@@ -435,9 +486,10 @@ impl<R: DeviceReal> CudaFractional<R> {
         )
     }
 
-    fn read_totals(&self) -> Result<[R; 2], BackendError> {
+    /// The first `K` totals of the last reduction.
+    fn read_totals<const K: usize>(&self) -> Result<[R; K], BackendError> {
         let v = read(&self.device.stream, &self.totals, "reading sums")?;
-        Ok([v[0], v[1]])
+        Ok(std::array::from_fn(|k| v[k]))
     }
 
     /// The velocity and pressure at the nodes (waits for the device).
