@@ -28,8 +28,11 @@
 //! image, the explicit step's weights 1 / Δτ: R_p − c / Δτ with c = Σ R_p / Σ (1 / Δτ). A
 //! state where that vanishes is the explicit scheme's fixed point, so both converge to the
 //! same answer, and its norm is the continuity residual this method reports.
+mod gauss_seidel;
+mod row;
+
 use super::around::Offsets;
-use super::step::{at, interior_rows, node_residual, var_slices, CHUNK, V};
+use super::step::{interior_rows, node_residual, var_slices, CHUNK, V};
 use crate::implicit::{GaugeSums, ImplicitCoefficients as Op, LaneSum};
 use crate::{Coefficients, Problem, Relax, Relaxation, SideBc};
 use ferroflow_core::decomposition::Face;
@@ -207,73 +210,6 @@ struct Ctx<'a, S> {
     st: [usize; 3],
     rhs: [&'a [S]; V],
     frozen: [&'a [S]; FROZEN],
-}
-
-/// The increment of the node at `o` from its row of A ΔQ = R, the other nodes' increments read
-/// from `nb`. The node's block is triangular (T, then p, then u): solved exactly.
-///
-/// # Safety
-/// The neighbours' values in `nb` are not being written by another thread.
-#[inline(always)]
-unsafe fn relax_node<S: Real, const D: usize, const E: bool>(
-    cx: &Ctx<S>,
-    o: usize,
-    w: Walls,
-    nb: &Sources<S>,
-) -> [S; V] {
-    let op = &cx.op;
-    let fz = &cx.frozen;
-    let beta2 = at(fz[BETA2], o);
-    let (mut sp, mut st_t) = (S::zero(), S::zero());
-    let mut su = [S::zero(); D];
-    let mut wall_p = [S::zero(); D];
-    // x last: in a Gauss–Seidel sweep the x neighbour behind was just computed, and
-    // adding its terms at the end keeps the chain from one node to the next short.
-    for d in (0..D).rev() {
-        let s = cx.st[d];
-        let (lo, hi) = if d == 0 {
-            (&nb.x_lo, &nb.x_hi)
-        } else {
-            (&nb.across, &nb.across)
-        };
-        let a = at(fz[d], o) * op.inv_2h[d];
-        let ap = op.pressure_radius(at(fz[d], o), beta2, op.inv_h[d]) * op.inv_2h[d];
-        let b = at(fz[3 + d], o) * op.inv_2h[d];
-        let (p_lo, p_hi) = (lo.get(0, o - s), hi.get(0, o + s));
-        sp = sp + beta2 * op.inv_2h[d] * (hi.get(1 + d, o + s) - lo.get(1 + d, o - s))
-            - ap * (p_lo + p_hi);
-        let (c_hi, c_lo) = (b - a - op.nu_h2[d], -b - a - op.nu_h2[d]);
-        for m in 0..D {
-            su[m] = su[m] + c_hi * hi.get(1 + m, o + s) + c_lo * lo.get(1 + m, o - s);
-        }
-        su[d] = su[d] + op.inv_2h_rho[d] * (p_hi - p_lo);
-        wall_p[d] = op.inv_2h_rho[d] * (S::of(w.hi[d] as u8 as f64) - S::of(w.lo[d] as u8 as f64));
-        if E {
-            st_t = st_t
-                + (b - a - op.alpha_h2[d]) * hi.get(1 + D, o + s)
-                + (-b - a - op.alpha_h2[d]) * lo.get(1 + D, o - s);
-        }
-    }
-    let mut out = [S::zero(); V];
-    let dt = if E {
-        (at(cx.rhs[1 + D], o) - st_t) * at(fz[INV_DIAG_T], o)
-    } else {
-        S::zero()
-    };
-    let dp = (at(cx.rhs[0], o) - sp) * at(fz[INV_DIAG_P], o);
-    out[0] = dp;
-    let inv_du = at(fz[INV_DIAG_U], o);
-    for m in 0..D {
-        let mut r = at(cx.rhs[1 + m], o) - su[m] - wall_p[m] * dp;
-        if E {
-            r = r + op.buoyancy[m] * dt;
-        }
-        out[1 + m] = r * inv_du;
-    }
-    if E {
-        out[1 + D] = dt;
-    }
-    out
 }
 
 impl<R: Real, S: Real> Relaxer<R, S> {
@@ -572,11 +508,6 @@ impl<R: Real, S: Real> Relaxer<R, S> {
             Relaxation::Sgs => {
                 // In place: a forward and a backward lexicographic sweep, each a sequence of
                 // wavefronts whose tiles run in parallel.
-                let nb = Sources {
-                    x_lo: cur,
-                    x_hi: cur,
-                    across: cur,
-                };
                 for forward in [true, false] {
                     let order: Box<dyn Iterator<Item = &Vec<Tile>>> = if forward {
                         Box::new(self.waves.iter())
@@ -586,7 +517,7 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                     for wave in order {
                         wave.par_iter().for_each(|t| {
                             // SAFETY: see `wavefronts`.
-                            unsafe { sweep_tile::<S, D, E>(&cx, t, forward, &nb, cur) }
+                            unsafe { gauss_seidel::sweep_tile::<S, D, E>(&cx, t, forward, cur) }
                         });
                     }
                 }
@@ -683,7 +614,7 @@ unsafe fn relax_line<S: Real, const D: usize, const E: bool>(
     for i in xs {
         let o = cx.l.index(i as isize, j as isize, k as isize);
         let w = cx.sides.at([i, j, k], D);
-        let x = relax_node::<S, D, E>(cx, o, w, nb);
+        let x = row::relax_node::<S, D, E>(cx, o, w, nb);
         for (v, x) in x.into_iter().enumerate().take(1 + D + E as usize) {
             dst.set(v, o, x);
         }
@@ -713,7 +644,7 @@ unsafe fn relax_line_jacobi<S: Real, const D: usize, const E: bool>(
         let len = CHUNK.min(count - first);
         for t in 0..len {
             let w = cx.sides.at([1 + first + t, j, k], D);
-            let x = relax_node::<S, D, E>(cx, start + first + t, w, nb);
+            let x = row::relax_node::<S, D, E>(cx, start + first + t, w, nb);
             for v in 0..equations {
                 new[v][t] = x[v];
             }
@@ -721,61 +652,6 @@ unsafe fn relax_line_jacobi<S: Real, const D: usize, const E: bool>(
         for (v, new) in new.iter().enumerate().take(equations) {
             dst.row(v, start + first, len).copy_from_slice(&new[..len]);
         }
-    }
-}
-
-/// Lines of a tile relaxed together, each one node behind the one before it (see
-/// `sweep_tile`).
-const SKEW: usize = 4;
-
-/// One lexicographic sweep (forward, or backward in reverse order) over the nodes of tile `t`,
-/// in place. Consecutive lines of one plane go in groups of [`SKEW`], line r of a group one
-/// node behind line r − 1: every node still sees its neighbour behind in x and in the line
-/// before as new and those ahead as old, exactly as in a line-by-line sweep (same bits), but
-/// the group's nodes of one step are independent, so the processor overlaps their chains of
-/// dependent operations instead of waiting for each node's result before the next.
-///
-/// # Safety
-/// The tiles that run at the same time are those of one wavefront (see `wavefronts`).
-unsafe fn sweep_tile<S: Real, const D: usize, const E: bool>(
-    cx: &Ctx<S>,
-    t: &Tile,
-    forward: bool,
-    nb: &Sources<S>,
-    dst: Ptrs<S, V>,
-) {
-    let mut lines: Vec<(usize, usize)> = (t.lo[2]..t.hi[2])
-        .flat_map(|k| (t.lo[1]..t.hi[1]).map(move |j| (j, k)))
-        .collect();
-    if !forward {
-        lines.reverse();
-    }
-    let (x0, nx) = (t.lo[0], t.hi[0] - t.lo[0]);
-    let equations = 1 + D + E as usize;
-    let mut first = 0;
-    while first < lines.len() {
-        // A group never spans two planes: the plane before must be done first.
-        let k = lines[first].1;
-        let mut end = first + 1;
-        while end < lines.len() && end - first < SKEW && lines[end].1 == k {
-            end += 1;
-        }
-        let group = &lines[first..end];
-        for step in 0..nx + group.len() - 1 {
-            for (r, &(j, k)) in group.iter().enumerate() {
-                let Some(t) = step.checked_sub(r).filter(|t| *t < nx) else {
-                    continue;
-                };
-                let i = if forward { x0 + t } else { x0 + nx - 1 - t };
-                let o = cx.l.index(i as isize, j as isize, k as isize);
-                let w = cx.sides.at([i, j, k], D);
-                let x = relax_node::<S, D, E>(cx, o, w, nb);
-                for (v, x) in x.into_iter().enumerate().take(equations) {
-                    dst.set(v, o, x);
-                }
-            }
-        }
-        first = end;
     }
 }
 
