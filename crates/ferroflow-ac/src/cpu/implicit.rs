@@ -64,6 +64,52 @@ struct Walls {
     hi: [bool; 3],
 }
 
+impl Walls {
+    const NONE: Walls = Walls {
+        lo: [false; 3],
+        hi: [false; 3],
+    };
+}
+
+/// The inverse diagonals (p, u, T) of the frozen operator at a node where the radii are
+/// `lam`, the velocity `u`, β² `beta2`, 1 / Δτ_imp `pseudo` and `walls` are next to it:
+/// Σ λ_d / h_d, and Σ λ_p,d / h_d less the walls' halves (folded, see the module's notes).
+#[inline(always)]
+fn inverse_diagonals<S: Real, const D: usize>(
+    op: &Op<S>,
+    sides: &Sides,
+    lam: [S; 3],
+    u: [S; 3],
+    beta2: S,
+    pseudo: S,
+    walls: Walls,
+) -> [S; 3] {
+    let (mut sum_lh, mut sum_lph, mut wall_lph) = (S::zero(), S::zero(), S::zero());
+    let mut adiabatic = S::zero();
+    for d in 0..D {
+        sum_lh = sum_lh + lam[d] * op.inv_h[d];
+        let lp = op.pressure_radius(lam[d], beta2, op.inv_h[d]);
+        sum_lph = sum_lph + lp * op.inv_h[d];
+        let b = u[d] * op.inv_2h[d];
+        for (is_wall, side, sign) in [
+            (walls.lo[d], 2 * d, -S::one()),
+            (walls.hi[d], 2 * d + 1, S::one()),
+        ] {
+            if is_wall {
+                wall_lph = wall_lph + lp * op.inv_2h[d];
+                if sides.adiabatic[side] {
+                    adiabatic = adiabatic + sign * b - b.abs() - op.alpha_h2[d];
+                }
+            }
+        }
+    }
+    [
+        S::one() / (pseudo + sum_lph - wall_lph),
+        S::one() / (pseudo + sum_lh + op.visc_diag),
+        S::one() / (pseudo + sum_lh + op.therm_diag + adiabatic),
+    ]
+}
+
 /// The walls (not halos) of a block, and which hold T fixed.
 #[derive(Clone, Copy)]
 struct Sides {
@@ -362,58 +408,55 @@ impl<R: Real, S: Real> Relaxer<R, S> {
         let resid: Ptrs<R, 2> = Ptrs([self.resid_p.as_mut_ptr(), self.inv_dt.as_mut_ptr()]);
         let equations = 1 + D + E as usize;
         for_rows(&l, &mut self.row_sums, |j, k, start, count, sums| {
+            // Here, not captured: captured, it is a value the closure loads (it runs inside
+            // rayon's calls), so `res[v][t]` below needed a bounds check, an early exit from
+            // the node loop, which then ran scalar.
+            let equations = 1 + D + E as usize;
             *sums = [0.0; SUMS];
             let (mut sum_rp, mut sum_w) = (LaneSum::default(), LaneSum::default());
             // Every output goes through the stack, chunk by chunk, as in the explicit pass
             // (`step::update_row`): written through the arrays' pointers, which may alias the
-            // state read as far as the compiler knows, the pass took 1.2x as long. It still
-            // runs scalar, unlike the explicit one.
+            // state read as far as the compiler knows, the pass took 1.2x as long.
             let mut res = [[R::zero(); CHUNK]; V];
             let mut weight = [R::zero(); CHUNK];
             let mut fz = [[S::zero(); CHUNK]; FROZEN];
+            let row = sides.at([0, j, k], D);
+            let across_walls = (1..D).any(|d| row.lo[d] || row.hi[d]);
             for first in (0..count).step_by(CHUNK) {
                 let len = CHUNK.min(count - first);
+                // The frozen operator's inverse diagonals, with the walls next to node t of
+                // the chunk (from what the loop stored for it).
+                let inverse = |fz: &mut [[S; CHUNK]; FROZEN], t: usize, w: R, walls: Walls| {
+                    let at = |v: usize| fz[v][t];
+                    let lam: [S; 3] = std::array::from_fn(|d| at(d));
+                    let u: [S; 3] = std::array::from_fn(|d| at(3 + d));
+                    let pseudo = S::of(w.f64()) * op.inv_cfl_imp;
+                    let inv = inverse_diagonals::<S, D>(&op, &sides, lam, u, at(BETA2), pseudo, walls);
+                    [fz[INV_DIAG_P][t], fz[INV_DIAG_U][t], fz[INV_DIAG_T][t]] = inv;
+                };
+                // Every node as if no wall were next to it (a loop the compiler vectorises:
+                // with the walls' terms in it, it found vectorising not worth it), then again
+                // the nodes next to walls: the first and last of the row, or all of it.
                 for t in 0..len {
-                    let x = first + t;
-                    let (st, o) = (l.stride, start + x);
+                    let (st, o) = (l.stride, start + first + t);
                     let n = node_residual::<R, D, SRC, E, K, F>(c, &Offsets { q, src, st, o });
                     let w = n.rate * c.inv_cfl;
                     weight[t] = w;
                     for v in 0..equations {
                         res[v][t] = n.r[v];
                     }
-                    let walls = sides.at([x + 1, j, k], D);
-                    let pseudo = S::of(w.f64()) * op.inv_cfl_imp;
-                    let beta2 = S::of(n.beta2.f64());
-                    // Σ λ_d / h_d, and Σ λ_p,d / h_d less the walls' halves (folded, as above).
-                    let (mut sum_lh, mut sum_lph, mut wall_lph) = (S::zero(), S::zero(), S::zero());
-                    let mut adiabatic = S::zero();
                     for d in 0..D {
-                        let lam = S::of(n.lam[d].f64());
-                        let u = S::of(n.vel[d].f64());
-                        fz[d][t] = lam;
-                        fz[3 + d][t] = u;
-                        sum_lh = sum_lh + lam * op.inv_h[d];
-                        let lp = op.pressure_radius(lam, beta2, op.inv_h[d]);
-                        sum_lph = sum_lph + lp * op.inv_h[d];
-                        let b = u * op.inv_2h[d];
-                        for (is_wall, side, sign) in [
-                            (walls.lo[d], 2 * d, -S::one()),
-                            (walls.hi[d], 2 * d + 1, S::one()),
-                        ] {
-                            if is_wall {
-                                wall_lph = wall_lph + lp * op.inv_2h[d];
-                                if sides.adiabatic[side] {
-                                    adiabatic = adiabatic + sign * b - b.abs() - op.alpha_h2[d];
-                                }
-                            }
-                        }
+                        fz[d][t] = S::of(n.lam[d].f64());
+                        fz[3 + d][t] = S::of(n.vel[d].f64());
                     }
-                    fz[BETA2][t] = beta2;
-                    fz[INV_DIAG_P][t] = S::one() / (pseudo + sum_lph - wall_lph);
-                    fz[INV_DIAG_U][t] = S::one() / (pseudo + sum_lh + op.visc_diag);
-                    let diag_t = pseudo + sum_lh + op.therm_diag + adiabatic;
-                    fz[INV_DIAG_T][t] = S::one() / diag_t;
+                    fz[BETA2][t] = S::of(n.beta2.f64());
+                    inverse(&mut fz, t, w, Walls::NONE);
+                }
+                for t in 0..len {
+                    let x = first + t;
+                    if across_walls || x == 0 || x + 1 == count {
+                        inverse(&mut fz, t, weight[t], sides.at([x + 1, j, k], D));
+                    }
                 }
                 for t in 0..len {
                     sum_rp.add(first + t, res[0][t].f64());

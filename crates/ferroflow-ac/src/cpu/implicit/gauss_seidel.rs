@@ -33,6 +33,8 @@ struct Chunk<S> {
     u_lo: [S; CHUNK],
     t_hi: [S; CHUNK],
     t_lo: [S; CHUNK],
+    rhs: [[S; CHUNK]; V],
+    inv: [[S; CHUNK]; 3],
 }
 
 impl<S: Real> Chunk<S> {
@@ -49,6 +51,8 @@ impl<S: Real> Chunk<S> {
             u_lo: z,
             t_hi: z,
             t_lo: z,
+            rhs: [z; V],
+            inv: [z; 3],
         }
     }
 
@@ -63,7 +67,12 @@ impl<S: Real> Chunk<S> {
         (self.u_hi[t], self.u_lo[t]) = (n.u_hi, n.u_lo);
         if E {
             (self.st[t], self.t_hi[t], self.t_lo[t]) = (n.st, n.t_hi, n.t_lo);
+            self.inv[2][t] = n.inv_t;
         }
+        for v in 0..1 + D + E as usize {
+            self.rhs[v][t] = n.rhs[v];
+        }
+        (self.inv[0][t], self.inv[1][t]) = (n.inv_p, n.inv_u);
     }
 
     #[inline(always)]
@@ -79,6 +88,10 @@ impl<S: Real> Chunk<S> {
             u_lo: self.u_lo[t],
             t_hi: self.t_hi[t],
             t_lo: self.t_lo[t],
+            rhs: std::array::from_fn(|v| self.rhs[v][t]),
+            inv_p: self.inv[0][t],
+            inv_u: self.inv[1][t],
+            inv_t: self.inv[2][t],
         }
     }
 }
@@ -150,7 +163,7 @@ pub(super) unsafe fn sweep_tile<S: Real, const D: usize, const E: bool>(
                         true => (&behind[r], &ahead),
                         false => (&ahead, &behind[r]),
                     };
-                    let x = finish::<S, D, E>(cx, o, &pre[r].get(at), lo, hi);
+                    let x = finish::<S, D, E>(cx, &pre[r].get(at), lo, hi);
                     for (v, x) in x.iter().enumerate().take(equations) {
                         cur.set(v, o, *x);
                     }

@@ -25,6 +25,11 @@ pub(super) struct Across<S> {
     pub(super) u_lo: S,
     pub(super) t_hi: S,
     pub(super) t_lo: S,
+    /// The right side and the inverse diagonals of p, u and T.
+    pub(super) rhs: [S; V],
+    pub(super) inv_p: S,
+    pub(super) inv_u: S,
+    pub(super) inv_t: S,
 }
 
 /// The terms of the row of the node at `o` that do not depend on its x neighbours, the
@@ -54,7 +59,14 @@ pub(super) unsafe fn prepare<S: Real, const D: usize, const E: bool>(
         u_lo: zero,
         t_hi: zero,
         t_lo: zero,
+        rhs: [zero; V],
+        inv_p: at(fz[INV_DIAG_P], o),
+        inv_u: at(fz[INV_DIAG_U], o),
+        inv_t: if E { at(fz[INV_DIAG_T], o) } else { zero },
     };
+    for (v, r) in n.rhs.iter_mut().enumerate().take(1 + D + E as usize) {
+        *r = at(cx.rhs[v], o);
+    }
     for d in (0..D).rev() {
         let s = cx.st[d];
         let a = at(fz[d], o) * op.inv_2h[d];
@@ -86,19 +98,17 @@ pub(super) unsafe fn prepare<S: Real, const D: usize, const E: bool>(
     n
 }
 
-/// The increment of the node at `o` from `n` (its [`prepare`]) and the increments `lo` and
+/// The increment of a node from `n` (its [`prepare`]) and the increments `lo` and
 /// `hi` of its x neighbours below and above. The node's block is triangular (T, then p, then
 /// u): solved exactly.
 #[inline(always)]
 pub(super) fn finish<S: Real, const D: usize, const E: bool>(
     cx: &Ctx<S>,
-    o: usize,
     n: &Across<S>,
     lo: &[S; V],
     hi: &[S; V],
 ) -> [S; V] {
     let op = &cx.op;
-    let fz = &cx.frozen;
     let sp = n.sp + n.beta_x * (hi[1] - lo[1]) - n.lam_x * (lo[0] + hi[0]);
     let mut su = n.su;
     for m in 0..D {
@@ -108,19 +118,18 @@ pub(super) fn finish<S: Real, const D: usize, const E: bool>(
     let mut out = [S::zero(); V];
     let dt = if E {
         let st = n.st + n.t_hi * hi[1 + D] + n.t_lo * lo[1 + D];
-        (at(cx.rhs[1 + D], o) - st) * at(fz[INV_DIAG_T], o)
+        (n.rhs[1 + D] - st) * n.inv_t
     } else {
         S::zero()
     };
-    let dp = (at(cx.rhs[0], o) - sp) * at(fz[INV_DIAG_P], o);
+    let dp = (n.rhs[0] - sp) * n.inv_p;
     out[0] = dp;
-    let inv_du = at(fz[INV_DIAG_U], o);
     for m in 0..D {
-        let mut r = at(cx.rhs[1 + m], o) - su[m] - n.wall_p[m] * dp;
+        let mut r = n.rhs[1 + m] - su[m] - n.wall_p[m] * dp;
         if E {
             r = r + op.buoyancy[m] * dt;
         }
-        out[1 + m] = r * inv_du;
+        out[1 + m] = r * n.inv_u;
     }
     if E {
         out[1 + D] = dt;
@@ -158,5 +167,5 @@ pub(super) unsafe fn relax_node<S: Real, const D: usize, const E: bool>(
 ) -> [S; V] {
     let lo = increments::<S, D, E>(&nb.x_lo, o - cx.st[0]);
     let hi = increments::<S, D, E>(&nb.x_hi, o + cx.st[0]);
-    finish::<S, D, E>(cx, o, &prepare::<S, D, E>(cx, o, w, &nb.across), &lo, &hi)
+    finish::<S, D, E>(cx, &prepare::<S, D, E>(cx, o, w, &nb.across), &lo, &hi)
 }
