@@ -431,7 +431,8 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                     let lam: [S; 3] = std::array::from_fn(|d| at(d));
                     let u: [S; 3] = std::array::from_fn(|d| at(3 + d));
                     let pseudo = S::of(w.f64()) * op.inv_cfl_imp;
-                    let inv = inverse_diagonals::<S, D>(&op, &sides, lam, u, at(BETA2), pseudo, walls);
+                    let inv =
+                        inverse_diagonals::<S, D>(&op, &sides, lam, u, at(BETA2), pseudo, walls);
                     [fz[INV_DIAG_P][t], fz[INV_DIAG_U][t], fz[INV_DIAG_T][t]] = inv;
                 };
                 // Every node as if no wall were next to it (a loop the compiler vectorises:
@@ -706,8 +707,14 @@ mod tests {
     /// A 2D or 3D box at rest with a moving lid and a twisted initial state, so that every
     /// neighbour term of the sweep matters.
     fn problem(dim: usize, n: usize) -> Problem<f64> {
+        heated(dim, n, false, None)
+    }
+
+    /// [`problem`], with `energy` the energy equation too (T varying, walls at y adiabatic),
+    /// and the implicit CFL number `cfl` (unset: infinite).
+    fn heated(dim: usize, n: usize, energy: bool, cfl: Option<f64>) -> Problem<f64> {
         let layout = Layout::new(dim, [n, n, if dim == 3 { n } else { 1 }]);
-        let mut initial = Fields::zeros(layout, 1 + dim);
+        let mut initial = Fields::zeros(layout, 1 + dim + energy as usize);
         layout.for_each_node(|i, j, k, o| {
             for (v, a) in initial.vars.iter_mut().enumerate() {
                 a[o] = ((i * 7 + j * 3 + k * 5 + v) % 11) as f64 * 0.01;
@@ -716,6 +723,7 @@ mod tests {
         let imp = crate::Implicit {
             relaxation: Some(Relaxation::Sgs),
             sweeps: Some(3),
+            cfl,
             ..crate::Implicit::default()
         };
         let numerics = Numerics {
@@ -726,7 +734,150 @@ mod tests {
             viscosity: 0.01,
             density: 1.0,
         };
-        Problem::new(layout, [1.0; 3], physics, numerics, initial).unwrap()
+        let p = Problem::new(layout, [1.0; 3], physics, numerics, initial).unwrap();
+        if !energy {
+            return p;
+        }
+        let mut p = p
+            .with_energy(crate::Energy {
+                diffusivity: 0.02,
+                buoyancy: [0.0, 0.5, 0.0],
+                t_ref: 0.05,
+            })
+            .unwrap();
+        p.sides[Side::YLo as usize] = SideBc::AdiabaticWall;
+        p.sides[Side::YHi as usize] = SideBc::AdiabaticWall;
+        p
+    }
+
+    /// The grids of the tests below: 2D and 3D, with and without T; 150 nodes in x give 2D
+    /// tiles of 64, 64 and 20 nodes (chunks of the sweep cut short), 23 and 19 in 3D.
+    fn cases() -> Vec<Problem<f64>> {
+        vec![
+            heated(2, 150, false, None),
+            heated(3, 23, false, None),
+            heated(2, 70, true, Some(3.0)),
+            heated(3, 19, true, Some(3.0)),
+        ]
+    }
+
+    /// The relaxer of `p` after its residual pass and projection.
+    fn relaxer(p: &Problem<f64>) -> Relaxer<f64, f64> {
+        let imp = match p.numerics.method {
+            crate::Method::Implicit(imp) => imp.on(false),
+            _ => unreachable!(),
+        };
+        let c = Coefficients::new(p);
+        let mut r = Relaxer::<f64, f64>::new(p, imp);
+        let energy = p.energy.is_some();
+        let (_, gauge) = r.residual(&c, &p.initial, None, energy);
+        r.project(gauge.gauge());
+        r
+    }
+
+    #[test]
+    fn the_sweep_prepared_ahead_of_the_x_chain_is_the_node_by_node_sweep_bit_for_bit() {
+        for p in cases() {
+            let (dim, energy) = (p.layout.dim, p.energy.is_some());
+            let mut swept = relaxer(&p);
+            let pool = ferroflow_cpu::pool(2).unwrap();
+            // Two symmetric sweeps: the second starts from non-zero increments.
+            pool.install(|| (0..2).for_each(|s| swept.sweep(s, energy)));
+            // The same sweeps node by node, each node's row whole (`row::relax_node`), lines
+            // in lexicographic order, forward then backward.
+            let mut plain = relaxer(&p);
+            let l = plain.rhs.layout;
+            let cur: Ptrs<f64, V> = Ptrs::of(&mut plain.delta.vars);
+            let cx = Ctx {
+                op: plain.op,
+                sides: plain.sides,
+                l,
+                st: l.stride,
+                rhs: std::array::from_fn(|v| plain.rhs.vars.get(v).map_or(&[][..], |a| a)),
+                frozen: std::array::from_fn(|v| plain.frozen.vars[v].as_slice()),
+            };
+            let nb = Sources {
+                x_lo: cur,
+                x_hi: cur,
+                across: cur,
+            };
+            let ks = if dim == 3 { 1..l.n[2] - 1 } else { 0..1 };
+            let lines: Vec<(usize, usize)> = ks
+                .flat_map(|k| (1..l.n[1] - 1).map(move |j| (j, k)))
+                .collect();
+            let xs = 1..l.n[0] - 1;
+            for _ in 0..2 {
+                // SAFETY: one thread, every node in order.
+                unsafe {
+                    for &(j, k) in &lines {
+                        match (dim, energy) {
+                            (2, false) => {
+                                relax_line::<f64, 2, false>(&cx, j, k, xs.clone(), &nb, cur)
+                            }
+                            (2, true) => {
+                                relax_line::<f64, 2, true>(&cx, j, k, xs.clone(), &nb, cur)
+                            }
+                            (_, false) => {
+                                relax_line::<f64, 3, false>(&cx, j, k, xs.clone(), &nb, cur)
+                            }
+                            (_, true) => {
+                                relax_line::<f64, 3, true>(&cx, j, k, xs.clone(), &nb, cur)
+                            }
+                        }
+                    }
+                    for &(j, k) in lines.iter().rev() {
+                        match (dim, energy) {
+                            (2, false) => {
+                                relax_line::<f64, 2, false>(&cx, j, k, xs.clone().rev(), &nb, cur)
+                            }
+                            (2, true) => {
+                                relax_line::<f64, 2, true>(&cx, j, k, xs.clone().rev(), &nb, cur)
+                            }
+                            (_, false) => {
+                                relax_line::<f64, 3, false>(&cx, j, k, xs.clone().rev(), &nb, cur)
+                            }
+                            (_, true) => {
+                                relax_line::<f64, 3, true>(&cx, j, k, xs.clone().rev(), &nb, cur)
+                            }
+                        }
+                    }
+                }
+            }
+            assert!(
+                swept.delta.vars == plain.delta.vars,
+                "{dim}D, energy {energy}"
+            );
+            assert!(swept.delta.vars.iter().all(|v| v.iter().any(|x| *x != 0.0)));
+        }
+    }
+
+    #[test]
+    fn the_residual_pass_folds_the_walls_into_exactly_the_nodes_next_to_them() {
+        for p in cases() {
+            let r = relaxer(&p);
+            let l = r.rhs.layout;
+            let fz = &r.frozen.vars;
+            let mut walled = 0;
+            l.for_each_node(|i, j, k, o| {
+                let idx = [i, j, k];
+                if (0..l.dim).any(|d| idx[d] == 0 || idx[d] == l.n[d] - 1) {
+                    return;
+                }
+                let walls = r.sides.at(idx, l.dim);
+                walled += (0..l.dim).any(|d| walls.lo[d] || walls.hi[d]) as usize;
+                let lam = std::array::from_fn(|d| fz[d][o]);
+                let u = std::array::from_fn(|d| fz[3 + d][o]);
+                let pseudo = r.inv_dt[o] * r.op.inv_cfl_imp;
+                let (beta2, op, sides) = (fz[BETA2][o], &r.op, &r.sides);
+                let want = match l.dim {
+                    2 => inverse_diagonals::<f64, 2>(op, sides, lam, u, beta2, pseudo, walls),
+                    _ => inverse_diagonals::<f64, 3>(op, sides, lam, u, beta2, pseudo, walls),
+                };
+                let got = [fz[INV_DIAG_P][o], fz[INV_DIAG_U][o], fz[INV_DIAG_T][o]];
+                assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{idx:?}");
+            });
+            assert!(walled > 0);
+        }
     }
 
     #[test]

@@ -131,7 +131,11 @@ pub(super) unsafe fn sweep_tile<S: Real, const D: usize, const E: bool>(
         // Chunk c of a line: its first node in memory order and its length.
         let span = |c: usize| {
             let len = CHUNK.min(nx - c * CHUNK);
-            let lo = if forward { c * CHUNK } else { nx - c * CHUNK - len };
+            let lo = if forward {
+                c * CHUNK
+            } else {
+                nx - c * CHUNK - len
+            };
             (x0 + lo, len)
         };
         for step in 0..chunks + group.len() - 1 {
