@@ -427,12 +427,11 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                 // The frozen operator's inverse diagonals, with the walls next to node t of
                 // the chunk (from what the loop stored for it).
                 let inverse = |fz: &mut [[S; CHUNK]; FROZEN], t: usize, w: R, walls: Walls| {
-                    let at = |v: usize| fz[v][t];
-                    let lam: [S; 3] = std::array::from_fn(|d| at(d));
-                    let u: [S; 3] = std::array::from_fn(|d| at(3 + d));
+                    let lam: [S; 3] = std::array::from_fn(|d| fz[d][t]);
+                    let u: [S; 3] = std::array::from_fn(|d| fz[3 + d][t]);
                     let pseudo = S::of(w.f64()) * op.inv_cfl_imp;
                     let inv =
-                        inverse_diagonals::<S, D>(&op, &sides, lam, u, at(BETA2), pseudo, walls);
+                        inverse_diagonals::<S, D>(&op, &sides, lam, u, fz[BETA2][t], pseudo, walls);
                     [fz[INV_DIAG_P][t], fz[INV_DIAG_U][t], fz[INV_DIAG_T][t]] = inv;
                 };
                 // Every node as if no wall were next to it (a loop the compiler vectorises:

@@ -21,41 +21,10 @@ const SKEW: usize = 4;
 /// Nodes of a line prepared at once; line r of a group runs this far behind line r − 1.
 const CHUNK: usize = 8;
 
-/// [`Across`] for a chunk of nodes, a field per array (`prepare` vectorises into them).
-struct Chunk<S> {
-    sp: [S; CHUNK],
-    su: [[S; CHUNK]; 3],
-    st: [S; CHUNK],
-    wall_p: [[S; CHUNK]; 3],
-    beta_x: [S; CHUNK],
-    lam_x: [S; CHUNK],
-    u_hi: [S; CHUNK],
-    u_lo: [S; CHUNK],
-    t_hi: [S; CHUNK],
-    t_lo: [S; CHUNK],
-    rhs: [[S; CHUNK]; V],
-    inv: [[S; CHUNK]; 3],
-}
+/// [`Across`] for a chunk of nodes, an array per field (`prepare` vectorises into them).
+type Chunk<S> = Across<[S; CHUNK]>;
 
 impl<S: Real> Chunk<S> {
-    fn new() -> Chunk<S> {
-        let z = [S::zero(); CHUNK];
-        Chunk {
-            sp: z,
-            su: [z; 3],
-            st: z,
-            wall_p: [z; 3],
-            beta_x: z,
-            lam_x: z,
-            u_hi: z,
-            u_lo: z,
-            t_hi: z,
-            t_lo: z,
-            rhs: [z; V],
-            inv: [z; 3],
-        }
-    }
-
     #[inline(always)]
     fn put<const D: usize, const E: bool>(&mut self, t: usize, n: &Across<S>) {
         self.sp[t] = n.sp;
@@ -67,12 +36,12 @@ impl<S: Real> Chunk<S> {
         (self.u_hi[t], self.u_lo[t]) = (n.u_hi, n.u_lo);
         if E {
             (self.st[t], self.t_hi[t], self.t_lo[t]) = (n.st, n.t_hi, n.t_lo);
-            self.inv[2][t] = n.inv_t;
+            self.inv_t[t] = n.inv_t;
         }
         for v in 0..1 + D + E as usize {
             self.rhs[v][t] = n.rhs[v];
         }
-        (self.inv[0][t], self.inv[1][t]) = (n.inv_p, n.inv_u);
+        (self.inv_p[t], self.inv_u[t]) = (n.inv_p, n.inv_u);
     }
 
     #[inline(always)]
@@ -89,9 +58,9 @@ impl<S: Real> Chunk<S> {
             t_hi: self.t_hi[t],
             t_lo: self.t_lo[t],
             rhs: std::array::from_fn(|v| self.rhs[v][t]),
-            inv_p: self.inv[0][t],
-            inv_u: self.inv[1][t],
-            inv_t: self.inv[2][t],
+            inv_p: self.inv_p[t],
+            inv_u: self.inv_u[t],
+            inv_t: self.inv_t[t],
         }
     }
 }
@@ -117,7 +86,7 @@ pub(super) unsafe fn sweep_tile<S: Real, const D: usize, const E: bool>(
     let chunks = nx.div_ceil(CHUNK);
     let equations = 1 + D + E as usize;
     let back: isize = if forward { -1 } else { 1 };
-    let mut pre: [Chunk<S>; SKEW] = std::array::from_fn(|_| Chunk::new());
+    let mut pre: [Chunk<S>; SKEW] = std::array::from_fn(|_| Chunk::filled([S::zero(); CHUNK]));
     let mut behind = [[S::zero(); V]; SKEW];
     let mut first = 0;
     while first < lines.len() {

@@ -8,28 +8,51 @@ use super::{Ctx, Ptrs, Sources, Walls, BETA2, INV_DIAG_P, INV_DIAG_T, INV_DIAG_U
 use crate::cpu::step::{at, V};
 use ferroflow_core::Real;
 
-/// What [`prepare`] gives for one node.
+/// What [`prepare`] gives for one node (`T` a value), or for a chunk of nodes (`T` an array
+/// of them).
 #[derive(Clone, Copy)]
-pub(super) struct Across<S> {
+pub(super) struct Across<T> {
     /// The y and z neighbours' terms of the continuity, momentum and energy rows.
-    pub(super) sp: S,
-    pub(super) su: [S; 3],
-    pub(super) st: S,
+    pub(super) sp: T,
+    pub(super) su: [T; 3],
+    pub(super) st: T,
     /// The pressure coupling of the walls next to the node, per axis.
-    pub(super) wall_p: [S; 3],
+    pub(super) wall_p: [T; 3],
     /// The x couplings: β² / 2h of the velocity, λ_p / 2h of the pressure, the velocity's
     /// and T's to the neighbours above and below.
-    pub(super) beta_x: S,
-    pub(super) lam_x: S,
-    pub(super) u_hi: S,
-    pub(super) u_lo: S,
-    pub(super) t_hi: S,
-    pub(super) t_lo: S,
+    pub(super) beta_x: T,
+    pub(super) lam_x: T,
+    pub(super) u_hi: T,
+    pub(super) u_lo: T,
+    pub(super) t_hi: T,
+    pub(super) t_lo: T,
     /// The right side and the inverse diagonals of p, u and T.
-    pub(super) rhs: [S; V],
-    pub(super) inv_p: S,
-    pub(super) inv_u: S,
-    pub(super) inv_t: S,
+    pub(super) rhs: [T; V],
+    pub(super) inv_p: T,
+    pub(super) inv_u: T,
+    pub(super) inv_t: T,
+}
+
+impl<T: Copy> Across<T> {
+    /// Every field `z`.
+    pub(super) fn filled(z: T) -> Across<T> {
+        Across {
+            sp: z,
+            su: [z; 3],
+            st: z,
+            wall_p: [z; 3],
+            beta_x: z,
+            lam_x: z,
+            u_hi: z,
+            u_lo: z,
+            t_hi: z,
+            t_lo: z,
+            rhs: [z; V],
+            inv_p: z,
+            inv_u: z,
+            inv_t: z,
+        }
+    }
 }
 
 /// The terms of the row of the node at `o` that do not depend on its x neighbours, the
@@ -47,23 +70,11 @@ pub(super) unsafe fn prepare<S: Real, const D: usize, const E: bool>(
     let op = &cx.op;
     let fz = &cx.frozen;
     let beta2 = at(fz[BETA2], o);
-    let zero = S::zero();
-    let mut n = Across {
-        sp: zero,
-        su: [zero; 3],
-        st: zero,
-        wall_p: [zero; 3],
-        beta_x: zero,
-        lam_x: zero,
-        u_hi: zero,
-        u_lo: zero,
-        t_hi: zero,
-        t_lo: zero,
-        rhs: [zero; V],
-        inv_p: at(fz[INV_DIAG_P], o),
-        inv_u: at(fz[INV_DIAG_U], o),
-        inv_t: if E { at(fz[INV_DIAG_T], o) } else { zero },
-    };
+    let mut n = Across::filled(S::zero());
+    (n.inv_p, n.inv_u) = (at(fz[INV_DIAG_P], o), at(fz[INV_DIAG_U], o));
+    if E {
+        n.inv_t = at(fz[INV_DIAG_T], o);
+    }
     for (v, r) in n.rhs.iter_mut().enumerate().take(1 + D + E as usize) {
         *r = at(cx.rhs[v], o);
     }
