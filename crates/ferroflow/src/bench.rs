@@ -3,7 +3,9 @@
 //! `--solve`, time to solution of the built-in cases, explicit against implicit; with `--fem`,
 //! the edge-based finite elements' momentum pass and pressure matrix–vector product against
 //! the same roofline, and their time per step; with `--fv`, the finite-volume solver's face and
-//! cell loops.
+//! cell loops; with `--implicit`, the CPU's implicit iteration phase by phase.
+mod implicit;
+
 use crate::backends::{cuda_probe, halo_route, make_backend};
 use crate::run::value_name;
 use crate::scaling;
@@ -43,6 +45,7 @@ Examples:
   ferroflow bench --backend cuda --energy --n2d --n3d 257 --blocks 2,1,1 --devices 0,1 --weak
   ferroflow bench --solve                           # time to solution: every built-in case
   ferroflow bench --solve cavity2d-re1000,bdc3d --backend cuda
+  ferroflow bench --implicit --n2d 1025 --n3d 129   # CPU implicit iteration, phase by phase
   ferroflow bench --fem                             # finite elements: the seed's three levels
   ferroflow bench --fem 28 --threads 1
   ferroflow bench --fem 14,28,56,112 --backend cuda  # GPU: product variants, CG iteration, step
@@ -112,6 +115,11 @@ pub struct BenchArgs {
     /// relaxation), f64, one block; a Markdown table.
     #[arg(long, value_delimiter = ',', num_args = 0.., value_name = "CASES")]
     solve: Option<Vec<String>>,
+    /// The CPU's implicit iteration instead, phase by phase (residual pass, sweeps, update),
+    /// on the grids and state precisions given, the operator in this precision (none after
+    /// the flag: f32); a Markdown table against the copy bandwidth.
+    #[arg(long, value_enum, value_name = "OPERATOR", num_args = 0..=1, default_missing_value = "f32")]
+    implicit: Option<Precision>,
     /// Edge-based finite elements instead (CPU or CUDA, f64): the lid-driven cube (Re = 100) of n³
     /// hexahedra of six tetrahedra for each n (none after the flag: 14, 28, 56, about the
     /// nodes of the seed's three levels, 3,347, 24,202 and 184,755); a Markdown table.
@@ -880,6 +888,14 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
     }
     if let Some(names) = &args.solve {
         return time_to_solution(&args, names, &world);
+    }
+    if let Some(operator) = args.implicit {
+        if args.backend != BackendKind::Cpu || args.blocks.is_some() {
+            return Err(Failure::input(
+                "--implicit: one block on the CPU (--backend cpu, no --blocks)",
+            ));
+        }
+        return implicit::implicit_phases(&args, operator);
     }
     if let Some(cells) = &args.fem {
         return fem_throughput(&args, cells);

@@ -28,8 +28,11 @@
 //! image, the explicit step's weights 1 / Δτ: R_p − c / Δτ with c = Σ R_p / Σ (1 / Δτ). A
 //! state where that vanishes is the explicit scheme's fixed point, so both converge to the
 //! same answer, and its norm is the continuity residual this method reports.
+mod gauss_seidel;
+mod row;
+
 use super::around::Offsets;
-use super::step::{at, interior_rows, node_residual, var_slices, CHUNK, V};
+use super::step::{interior_rows, node_residual, var_slices, CHUNK, V};
 use crate::implicit::{GaugeSums, ImplicitCoefficients as Op, LaneSum};
 use crate::{Coefficients, Problem, Relax, Relaxation, SideBc};
 use ferroflow_core::decomposition::Face;
@@ -59,6 +62,52 @@ const TILE_PLANES: usize = 8;
 struct Walls {
     lo: [bool; 3],
     hi: [bool; 3],
+}
+
+impl Walls {
+    const NONE: Walls = Walls {
+        lo: [false; 3],
+        hi: [false; 3],
+    };
+}
+
+/// The inverse diagonals (p, u, T) of the frozen operator at a node where the radii are
+/// `lam`, the velocity `u`, β² `beta2`, 1 / Δτ_imp `pseudo` and `walls` are next to it:
+/// Σ λ_d / h_d, and Σ λ_p,d / h_d less the walls' halves (folded, see the module's notes).
+#[inline(always)]
+fn inverse_diagonals<S: Real, const D: usize>(
+    op: &Op<S>,
+    sides: &Sides,
+    lam: [S; 3],
+    u: [S; 3],
+    beta2: S,
+    pseudo: S,
+    walls: Walls,
+) -> [S; 3] {
+    let (mut sum_lh, mut sum_lph, mut wall_lph) = (S::zero(), S::zero(), S::zero());
+    let mut adiabatic = S::zero();
+    for d in 0..D {
+        sum_lh = sum_lh + lam[d] * op.inv_h[d];
+        let lp = op.pressure_radius(lam[d], beta2, op.inv_h[d]);
+        sum_lph = sum_lph + lp * op.inv_h[d];
+        let b = u[d] * op.inv_2h[d];
+        for (is_wall, side, sign) in [
+            (walls.lo[d], 2 * d, -S::one()),
+            (walls.hi[d], 2 * d + 1, S::one()),
+        ] {
+            if is_wall {
+                wall_lph = wall_lph + lp * op.inv_2h[d];
+                if sides.adiabatic[side] {
+                    adiabatic = adiabatic + sign * b - b.abs() - op.alpha_h2[d];
+                }
+            }
+        }
+    }
+    [
+        S::one() / (pseudo + sum_lph - wall_lph),
+        S::one() / (pseudo + sum_lh + op.visc_diag),
+        S::one() / (pseudo + sum_lh + op.therm_diag + adiabatic),
+    ]
 }
 
 /// The walls (not halos) of a block, and which hold T fixed.
@@ -207,73 +256,6 @@ struct Ctx<'a, S> {
     st: [usize; 3],
     rhs: [&'a [S]; V],
     frozen: [&'a [S]; FROZEN],
-}
-
-/// The increment of the node at `o` from its row of A ΔQ = R, the other nodes' increments read
-/// from `nb`. The node's block is triangular (T, then p, then u): solved exactly.
-///
-/// # Safety
-/// The neighbours' values in `nb` are not being written by another thread.
-#[inline(always)]
-unsafe fn relax_node<S: Real, const D: usize, const E: bool>(
-    cx: &Ctx<S>,
-    o: usize,
-    w: Walls,
-    nb: &Sources<S>,
-) -> [S; V] {
-    let op = &cx.op;
-    let fz = &cx.frozen;
-    let beta2 = at(fz[BETA2], o);
-    let (mut sp, mut st_t) = (S::zero(), S::zero());
-    let mut su = [S::zero(); D];
-    let mut wall_p = [S::zero(); D];
-    // x last: in a Gauss–Seidel sweep the x neighbour behind was just computed, and
-    // adding its terms at the end keeps the chain from one node to the next short.
-    for d in (0..D).rev() {
-        let s = cx.st[d];
-        let (lo, hi) = if d == 0 {
-            (&nb.x_lo, &nb.x_hi)
-        } else {
-            (&nb.across, &nb.across)
-        };
-        let a = at(fz[d], o) * op.inv_2h[d];
-        let ap = op.pressure_radius(at(fz[d], o), beta2, op.inv_h[d]) * op.inv_2h[d];
-        let b = at(fz[3 + d], o) * op.inv_2h[d];
-        let (p_lo, p_hi) = (lo.get(0, o - s), hi.get(0, o + s));
-        sp = sp + beta2 * op.inv_2h[d] * (hi.get(1 + d, o + s) - lo.get(1 + d, o - s))
-            - ap * (p_lo + p_hi);
-        let (c_hi, c_lo) = (b - a - op.nu_h2[d], -b - a - op.nu_h2[d]);
-        for m in 0..D {
-            su[m] = su[m] + c_hi * hi.get(1 + m, o + s) + c_lo * lo.get(1 + m, o - s);
-        }
-        su[d] = su[d] + op.inv_2h_rho[d] * (p_hi - p_lo);
-        wall_p[d] = op.inv_2h_rho[d] * (S::of(w.hi[d] as u8 as f64) - S::of(w.lo[d] as u8 as f64));
-        if E {
-            st_t = st_t
-                + (b - a - op.alpha_h2[d]) * hi.get(1 + D, o + s)
-                + (-b - a - op.alpha_h2[d]) * lo.get(1 + D, o - s);
-        }
-    }
-    let mut out = [S::zero(); V];
-    let dt = if E {
-        (at(cx.rhs[1 + D], o) - st_t) * at(fz[INV_DIAG_T], o)
-    } else {
-        S::zero()
-    };
-    let dp = (at(cx.rhs[0], o) - sp) * at(fz[INV_DIAG_P], o);
-    out[0] = dp;
-    let inv_du = at(fz[INV_DIAG_U], o);
-    for m in 0..D {
-        let mut r = at(cx.rhs[1 + m], o) - su[m] - wall_p[m] * dp;
-        if E {
-            r = r + op.buoyancy[m] * dt;
-        }
-        out[1 + m] = r * inv_du;
-    }
-    if E {
-        out[1 + D] = dt;
-    }
-    out
 }
 
 impl<R: Real, S: Real> Relaxer<R, S> {
@@ -426,58 +408,55 @@ impl<R: Real, S: Real> Relaxer<R, S> {
         let resid: Ptrs<R, 2> = Ptrs([self.resid_p.as_mut_ptr(), self.inv_dt.as_mut_ptr()]);
         let equations = 1 + D + E as usize;
         for_rows(&l, &mut self.row_sums, |j, k, start, count, sums| {
+            // Here, not captured: captured, it is a value the closure loads (it runs inside
+            // rayon's calls), so `res[v][t]` below needed a bounds check, an early exit from
+            // the node loop, which then ran scalar.
+            let equations = 1 + D + E as usize;
             *sums = [0.0; SUMS];
             let (mut sum_rp, mut sum_w) = (LaneSum::default(), LaneSum::default());
             // Every output goes through the stack, chunk by chunk, as in the explicit pass
             // (`step::update_row`): written through the arrays' pointers, which may alias the
-            // state read as far as the compiler knows, the pass took 1.2x as long. It still
-            // runs scalar, unlike the explicit one.
+            // state read as far as the compiler knows, the pass took 1.2x as long.
             let mut res = [[R::zero(); CHUNK]; V];
             let mut weight = [R::zero(); CHUNK];
             let mut fz = [[S::zero(); CHUNK]; FROZEN];
+            let row = sides.at([0, j, k], D);
+            let across_walls = (1..D).any(|d| row.lo[d] || row.hi[d]);
             for first in (0..count).step_by(CHUNK) {
                 let len = CHUNK.min(count - first);
+                // The frozen operator's inverse diagonals, with the walls next to node t of
+                // the chunk (from what the loop stored for it).
+                let inverse = |fz: &mut [[S; CHUNK]; FROZEN], t: usize, w: R, walls: Walls| {
+                    let lam: [S; 3] = std::array::from_fn(|d| fz[d][t]);
+                    let u: [S; 3] = std::array::from_fn(|d| fz[3 + d][t]);
+                    let pseudo = S::of(w.f64()) * op.inv_cfl_imp;
+                    let inv =
+                        inverse_diagonals::<S, D>(&op, &sides, lam, u, fz[BETA2][t], pseudo, walls);
+                    [fz[INV_DIAG_P][t], fz[INV_DIAG_U][t], fz[INV_DIAG_T][t]] = inv;
+                };
+                // Every node as if no wall were next to it (a loop the compiler vectorises:
+                // with the walls' terms in it, it found vectorising not worth it), then again
+                // the nodes next to walls: the first and last of the row, or all of it.
                 for t in 0..len {
-                    let x = first + t;
-                    let (st, o) = (l.stride, start + x);
+                    let (st, o) = (l.stride, start + first + t);
                     let n = node_residual::<R, D, SRC, E, K, F>(c, &Offsets { q, src, st, o });
                     let w = n.rate * c.inv_cfl;
                     weight[t] = w;
                     for v in 0..equations {
                         res[v][t] = n.r[v];
                     }
-                    let walls = sides.at([x + 1, j, k], D);
-                    let pseudo = S::of(w.f64()) * op.inv_cfl_imp;
-                    let beta2 = S::of(n.beta2.f64());
-                    // Σ λ_d / h_d, and Σ λ_p,d / h_d less the walls' halves (folded, as above).
-                    let (mut sum_lh, mut sum_lph, mut wall_lph) = (S::zero(), S::zero(), S::zero());
-                    let mut adiabatic = S::zero();
                     for d in 0..D {
-                        let lam = S::of(n.lam[d].f64());
-                        let u = S::of(n.vel[d].f64());
-                        fz[d][t] = lam;
-                        fz[3 + d][t] = u;
-                        sum_lh = sum_lh + lam * op.inv_h[d];
-                        let lp = op.pressure_radius(lam, beta2, op.inv_h[d]);
-                        sum_lph = sum_lph + lp * op.inv_h[d];
-                        let b = u * op.inv_2h[d];
-                        for (is_wall, side, sign) in [
-                            (walls.lo[d], 2 * d, -S::one()),
-                            (walls.hi[d], 2 * d + 1, S::one()),
-                        ] {
-                            if is_wall {
-                                wall_lph = wall_lph + lp * op.inv_2h[d];
-                                if sides.adiabatic[side] {
-                                    adiabatic = adiabatic + sign * b - b.abs() - op.alpha_h2[d];
-                                }
-                            }
-                        }
+                        fz[d][t] = S::of(n.lam[d].f64());
+                        fz[3 + d][t] = S::of(n.vel[d].f64());
                     }
-                    fz[BETA2][t] = beta2;
-                    fz[INV_DIAG_P][t] = S::one() / (pseudo + sum_lph - wall_lph);
-                    fz[INV_DIAG_U][t] = S::one() / (pseudo + sum_lh + op.visc_diag);
-                    let diag_t = pseudo + sum_lh + op.therm_diag + adiabatic;
-                    fz[INV_DIAG_T][t] = S::one() / diag_t;
+                    fz[BETA2][t] = S::of(n.beta2.f64());
+                    inverse(&mut fz, t, w, Walls::NONE);
+                }
+                for t in 0..len {
+                    let x = first + t;
+                    if across_walls || x == 0 || x + 1 == count {
+                        inverse(&mut fz, t, weight[t], sides.at([x + 1, j, k], D));
+                    }
                 }
                 for t in 0..len {
                     sum_rp.add(first + t, res[0][t].f64());
@@ -572,11 +551,6 @@ impl<R: Real, S: Real> Relaxer<R, S> {
             Relaxation::Sgs => {
                 // In place: a forward and a backward lexicographic sweep, each a sequence of
                 // wavefronts whose tiles run in parallel.
-                let nb = Sources {
-                    x_lo: cur,
-                    x_hi: cur,
-                    across: cur,
-                };
                 for forward in [true, false] {
                     let order: Box<dyn Iterator<Item = &Vec<Tile>>> = if forward {
                         Box::new(self.waves.iter())
@@ -586,7 +560,7 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                     for wave in order {
                         wave.par_iter().for_each(|t| {
                             // SAFETY: see `wavefronts`.
-                            unsafe { sweep_tile::<S, D, E>(&cx, t, forward, &nb, cur) }
+                            unsafe { gauss_seidel::sweep_tile::<S, D, E>(&cx, t, forward, cur) }
                         });
                     }
                 }
@@ -683,7 +657,7 @@ unsafe fn relax_line<S: Real, const D: usize, const E: bool>(
     for i in xs {
         let o = cx.l.index(i as isize, j as isize, k as isize);
         let w = cx.sides.at([i, j, k], D);
-        let x = relax_node::<S, D, E>(cx, o, w, nb);
+        let x = row::relax_node::<S, D, E>(cx, o, w, nb);
         for (v, x) in x.into_iter().enumerate().take(1 + D + E as usize) {
             dst.set(v, o, x);
         }
@@ -713,7 +687,7 @@ unsafe fn relax_line_jacobi<S: Real, const D: usize, const E: bool>(
         let len = CHUNK.min(count - first);
         for t in 0..len {
             let w = cx.sides.at([1 + first + t, j, k], D);
-            let x = relax_node::<S, D, E>(cx, start + first + t, w, nb);
+            let x = row::relax_node::<S, D, E>(cx, start + first + t, w, nb);
             for v in 0..equations {
                 new[v][t] = x[v];
             }
@@ -721,61 +695,6 @@ unsafe fn relax_line_jacobi<S: Real, const D: usize, const E: bool>(
         for (v, new) in new.iter().enumerate().take(equations) {
             dst.row(v, start + first, len).copy_from_slice(&new[..len]);
         }
-    }
-}
-
-/// Lines of a tile relaxed together, each one node behind the one before it (see
-/// `sweep_tile`).
-const SKEW: usize = 4;
-
-/// One lexicographic sweep (forward, or backward in reverse order) over the nodes of tile `t`,
-/// in place. Consecutive lines of one plane go in groups of [`SKEW`], line r of a group one
-/// node behind line r − 1: every node still sees its neighbour behind in x and in the line
-/// before as new and those ahead as old, exactly as in a line-by-line sweep (same bits), but
-/// the group's nodes of one step are independent, so the processor overlaps their chains of
-/// dependent operations instead of waiting for each node's result before the next.
-///
-/// # Safety
-/// The tiles that run at the same time are those of one wavefront (see `wavefronts`).
-unsafe fn sweep_tile<S: Real, const D: usize, const E: bool>(
-    cx: &Ctx<S>,
-    t: &Tile,
-    forward: bool,
-    nb: &Sources<S>,
-    dst: Ptrs<S, V>,
-) {
-    let mut lines: Vec<(usize, usize)> = (t.lo[2]..t.hi[2])
-        .flat_map(|k| (t.lo[1]..t.hi[1]).map(move |j| (j, k)))
-        .collect();
-    if !forward {
-        lines.reverse();
-    }
-    let (x0, nx) = (t.lo[0], t.hi[0] - t.lo[0]);
-    let equations = 1 + D + E as usize;
-    let mut first = 0;
-    while first < lines.len() {
-        // A group never spans two planes: the plane before must be done first.
-        let k = lines[first].1;
-        let mut end = first + 1;
-        while end < lines.len() && end - first < SKEW && lines[end].1 == k {
-            end += 1;
-        }
-        let group = &lines[first..end];
-        for step in 0..nx + group.len() - 1 {
-            for (r, &(j, k)) in group.iter().enumerate() {
-                let Some(t) = step.checked_sub(r).filter(|t| *t < nx) else {
-                    continue;
-                };
-                let i = if forward { x0 + t } else { x0 + nx - 1 - t };
-                let o = cx.l.index(i as isize, j as isize, k as isize);
-                let w = cx.sides.at([i, j, k], D);
-                let x = relax_node::<S, D, E>(cx, o, w, nb);
-                for (v, x) in x.into_iter().enumerate().take(equations) {
-                    dst.set(v, o, x);
-                }
-            }
-        }
-        first = end;
     }
 }
 
@@ -787,8 +706,14 @@ mod tests {
     /// A 2D or 3D box at rest with a moving lid and a twisted initial state, so that every
     /// neighbour term of the sweep matters.
     fn problem(dim: usize, n: usize) -> Problem<f64> {
+        heated(dim, n, false, None)
+    }
+
+    /// [`problem`], with `energy` the energy equation too (T varying, walls at y adiabatic),
+    /// and the implicit CFL number `cfl` (unset: infinite).
+    fn heated(dim: usize, n: usize, energy: bool, cfl: Option<f64>) -> Problem<f64> {
         let layout = Layout::new(dim, [n, n, if dim == 3 { n } else { 1 }]);
-        let mut initial = Fields::zeros(layout, 1 + dim);
+        let mut initial = Fields::zeros(layout, 1 + dim + energy as usize);
         layout.for_each_node(|i, j, k, o| {
             for (v, a) in initial.vars.iter_mut().enumerate() {
                 a[o] = ((i * 7 + j * 3 + k * 5 + v) % 11) as f64 * 0.01;
@@ -797,6 +722,7 @@ mod tests {
         let imp = crate::Implicit {
             relaxation: Some(Relaxation::Sgs),
             sweeps: Some(3),
+            cfl,
             ..crate::Implicit::default()
         };
         let numerics = Numerics {
@@ -807,7 +733,150 @@ mod tests {
             viscosity: 0.01,
             density: 1.0,
         };
-        Problem::new(layout, [1.0; 3], physics, numerics, initial).unwrap()
+        let p = Problem::new(layout, [1.0; 3], physics, numerics, initial).unwrap();
+        if !energy {
+            return p;
+        }
+        let mut p = p
+            .with_energy(crate::Energy {
+                diffusivity: 0.02,
+                buoyancy: [0.0, 0.5, 0.0],
+                t_ref: 0.05,
+            })
+            .unwrap();
+        p.sides[Side::YLo as usize] = SideBc::AdiabaticWall;
+        p.sides[Side::YHi as usize] = SideBc::AdiabaticWall;
+        p
+    }
+
+    /// The grids of the tests below: 2D and 3D, with and without T; 150 nodes in x give 2D
+    /// tiles of 64, 64 and 20 nodes (chunks of the sweep cut short), 23 and 19 in 3D.
+    fn cases() -> Vec<Problem<f64>> {
+        vec![
+            heated(2, 150, false, None),
+            heated(3, 23, false, None),
+            heated(2, 70, true, Some(3.0)),
+            heated(3, 19, true, Some(3.0)),
+        ]
+    }
+
+    /// The relaxer of `p` after its residual pass and projection.
+    fn relaxer(p: &Problem<f64>) -> Relaxer<f64, f64> {
+        let imp = match p.numerics.method {
+            crate::Method::Implicit(imp) => imp.on(false),
+            _ => unreachable!(),
+        };
+        let c = Coefficients::new(p);
+        let mut r = Relaxer::<f64, f64>::new(p, imp);
+        let energy = p.energy.is_some();
+        let (_, gauge) = r.residual(&c, &p.initial, None, energy);
+        r.project(gauge.gauge());
+        r
+    }
+
+    #[test]
+    fn the_sweep_prepared_ahead_of_the_x_chain_is_the_node_by_node_sweep_bit_for_bit() {
+        for p in cases() {
+            let (dim, energy) = (p.layout.dim, p.energy.is_some());
+            let mut swept = relaxer(&p);
+            let pool = ferroflow_cpu::pool(2).unwrap();
+            // Two symmetric sweeps: the second starts from non-zero increments.
+            pool.install(|| (0..2).for_each(|s| swept.sweep(s, energy)));
+            // The same sweeps node by node, each node's row whole (`row::relax_node`), lines
+            // in lexicographic order, forward then backward.
+            let mut plain = relaxer(&p);
+            let l = plain.rhs.layout;
+            let cur: Ptrs<f64, V> = Ptrs::of(&mut plain.delta.vars);
+            let cx = Ctx {
+                op: plain.op,
+                sides: plain.sides,
+                l,
+                st: l.stride,
+                rhs: std::array::from_fn(|v| plain.rhs.vars.get(v).map_or(&[][..], |a| a)),
+                frozen: std::array::from_fn(|v| plain.frozen.vars[v].as_slice()),
+            };
+            let nb = Sources {
+                x_lo: cur,
+                x_hi: cur,
+                across: cur,
+            };
+            let ks = if dim == 3 { 1..l.n[2] - 1 } else { 0..1 };
+            let lines: Vec<(usize, usize)> = ks
+                .flat_map(|k| (1..l.n[1] - 1).map(move |j| (j, k)))
+                .collect();
+            let xs = 1..l.n[0] - 1;
+            for _ in 0..2 {
+                // SAFETY: one thread, every node in order.
+                unsafe {
+                    for &(j, k) in &lines {
+                        match (dim, energy) {
+                            (2, false) => {
+                                relax_line::<f64, 2, false>(&cx, j, k, xs.clone(), &nb, cur)
+                            }
+                            (2, true) => {
+                                relax_line::<f64, 2, true>(&cx, j, k, xs.clone(), &nb, cur)
+                            }
+                            (_, false) => {
+                                relax_line::<f64, 3, false>(&cx, j, k, xs.clone(), &nb, cur)
+                            }
+                            (_, true) => {
+                                relax_line::<f64, 3, true>(&cx, j, k, xs.clone(), &nb, cur)
+                            }
+                        }
+                    }
+                    for &(j, k) in lines.iter().rev() {
+                        match (dim, energy) {
+                            (2, false) => {
+                                relax_line::<f64, 2, false>(&cx, j, k, xs.clone().rev(), &nb, cur)
+                            }
+                            (2, true) => {
+                                relax_line::<f64, 2, true>(&cx, j, k, xs.clone().rev(), &nb, cur)
+                            }
+                            (_, false) => {
+                                relax_line::<f64, 3, false>(&cx, j, k, xs.clone().rev(), &nb, cur)
+                            }
+                            (_, true) => {
+                                relax_line::<f64, 3, true>(&cx, j, k, xs.clone().rev(), &nb, cur)
+                            }
+                        }
+                    }
+                }
+            }
+            assert!(
+                swept.delta.vars == plain.delta.vars,
+                "{dim}D, energy {energy}"
+            );
+            assert!(swept.delta.vars.iter().all(|v| v.iter().any(|x| *x != 0.0)));
+        }
+    }
+
+    #[test]
+    fn the_residual_pass_folds_the_walls_into_exactly_the_nodes_next_to_them() {
+        for p in cases() {
+            let r = relaxer(&p);
+            let l = r.rhs.layout;
+            let fz = &r.frozen.vars;
+            let mut walled = 0;
+            l.for_each_node(|i, j, k, o| {
+                let idx = [i, j, k];
+                if (0..l.dim).any(|d| idx[d] == 0 || idx[d] == l.n[d] - 1) {
+                    return;
+                }
+                let walls = r.sides.at(idx, l.dim);
+                walled += (0..l.dim).any(|d| walls.lo[d] || walls.hi[d]) as usize;
+                let lam = std::array::from_fn(|d| fz[d][o]);
+                let u = std::array::from_fn(|d| fz[3 + d][o]);
+                let pseudo = r.inv_dt[o] * r.op.inv_cfl_imp;
+                let (beta2, op, sides) = (fz[BETA2][o], &r.op, &r.sides);
+                let want = match l.dim {
+                    2 => inverse_diagonals::<f64, 2>(op, sides, lam, u, beta2, pseudo, walls),
+                    _ => inverse_diagonals::<f64, 3>(op, sides, lam, u, beta2, pseudo, walls),
+                };
+                let got = [fz[INV_DIAG_P][o], fz[INV_DIAG_U][o], fz[INV_DIAG_T][o]];
+                assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{idx:?}");
+            });
+            assert!(walled > 0);
+        }
     }
 
     #[test]
