@@ -4,6 +4,9 @@
 #![deny(missing_docs)]
 
 mod denormals;
+mod staggered;
+
+pub use staggered::Staggered;
 
 use ferroflow_core::BackendError;
 

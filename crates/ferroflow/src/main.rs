@@ -28,6 +28,10 @@ use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+/// Large arrays start at staggered places within a page (`ferroflow_cpu::Staggered`).
+#[global_allocator]
+static ALLOCATOR: ferroflow_cpu::Staggered = ferroflow_cpu::Staggered::new();
+
 /// Steady incompressible Navier–Stokes by artificial compressibility, on CPUs (and GPUs).
 #[derive(Parser)]
 #[command(
