@@ -2011,9 +2011,9 @@ fn bench_times_the_finite_elements_in_each_precision() {
     );
     // One tolerance f32 can reach for both rows: 32 ε of f32.
     assert!(text.contains("CG tolerance 3.814697265625e-6"), "{text}");
-    // 4³ cells: 125 nodes, 1,036 directed edges, once per precision.
+    // 4³ cells: 125 nodes, 1,208 directed edges, once per precision.
     for precision in ["f64", "f32"] {
-        let row = format!("| 4 | {precision} | 125 | 1036 | ");
+        let row = format!("| 4 | {precision} | 125 | 1208 | ");
         assert_eq!(
             text.lines().filter(|l| l.starts_with(&row)).count(),
             1,

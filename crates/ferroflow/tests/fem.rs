@@ -1,7 +1,7 @@
 //! `ferroflow run` and `check` of finite-element cases: the files of a run on a tiny
 //! tetrahedral cube, the bitwise restart, divergence, Ctrl-C, and input errors that name the
 //! key, the value or the file; on a GPU (ignored without one), the CPU's files bit for bit,
-//! and a divergence at the CPU's step.
+//! a divergence at the CPU's step, and `bench --fem` in each precision.
 use std::fs;
 use std::path::Path;
 use tempfile::TempDir;
@@ -518,4 +518,33 @@ fn a_diverging_run_on_the_gpu_stops_where_the_cpu_does() {
         rows.push(fs::read_to_string(dir.join("partial/residuals.csv")).unwrap());
     }
     assert_eq!(rows[0], rows[1]);
+}
+
+#[test]
+#[ignore = "needs a GPU: run with --ignored"]
+fn bench_times_the_finite_elements_on_the_gpu_in_each_precision() {
+    let tmp = TempDir::new().unwrap();
+    let out = ferroflow(tmp.path())
+        .args(["bench", "--fem", "4", "--backend", "cuda", "--no-tune"])
+        .args(["--precision", "f64,f32"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("CG tolerance 3.814697265625e-6"), "{text}");
+    for precision in ["f64", "f32"] {
+        let row = format!("| 4 | {precision} | 125 | ");
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with(&row)).collect();
+        assert_eq!(rows.len(), 1, "{text}");
+        // The product's and cuSPARSE's µs, both measured.
+        let cells: Vec<&str> = rows[0].split('|').map(str::trim).collect();
+        for column in [6, 7] {
+            let micros: f64 = cells[column].parse().expect(rows[0]);
+            assert!(micros > 0.0, "{}", rows[0]);
+        }
+    }
 }
