@@ -929,13 +929,16 @@ fn cg_sweep(
         for (t, r) in rows {
             let mut note = String::new();
             if r.continuity >= looser {
-                let falls = study.precision != Precision::F64 && {
-                    let in_f64 = double.level(r.cells, t)?.continuity;
-                    note = format!("  (f64: {in_f64:.3e})");
-                    in_f64 < looser
+                let in_f64 = match study.precision {
+                    Precision::F64 => None,
+                    Precision::F32 => Some(double.level(r.cells, t)?.continuity),
                 };
+                let falls = in_f64.is_some_and(|c| c < looser);
+                if let Some(c) = in_f64 {
+                    let cause = if falls { " f32 round-off" } else { "" };
+                    note = format!("  not falling:{cause} (f64: {c:.3e})");
+                }
                 if falls {
-                    note = format!("  {} round-off{note}", study.precision.name());
                     tracking.round_off.push(format!("{}³ at {t:.0e}", r.cells));
                 }
                 tracking.falls &= falls;
