@@ -13,7 +13,10 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 mod common;
-use common::{assert_same_files, ferroflow, spawn, stderr_of, summary, wait_exit, wait_for};
+use common::{
+    assert_same_files, fem_bench_rows, ferroflow, spawn, stderr_of, stdout_of, summary, wait_exit,
+    wait_for,
+};
 
 #[test]
 fn default_run_writes_every_result_into_the_default_directory() {
@@ -1880,17 +1883,9 @@ fn ethier_steinman_is_verified_and_tabulated_in_either_precision() {
     // The study on 4³ and 8³ into `out`, in f64 unless `extra` says otherwise: its output and
     // its two tables.
     let study = |out: &str, extra: &[&str]| {
-        let output = ferroflow(tmp.path())
-            .args(["verify", "ethier-steinman", "--cells", "4,8", "--out", out])
-            .args(extra)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&output.stdout).into_owned();
-        assert!(
-            output.status.success(),
-            "{text}{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let cmd = &mut ferroflow(tmp.path());
+        let args = ["verify", "ethier-steinman", "--cells", "4,8", "--out", out];
+        let text = stdout_of(cmd.args(args).args(extra));
         assert!(text.contains("PASS: orders on the finest pair"), "{text}");
         let read = |name: &str| fs::read_to_string(tmp.path().join(out).join(name)).unwrap();
         [
@@ -1997,34 +1992,13 @@ fn the_vortex_passes_on_fine_meshes_and_fails_on_coarse_ones() {
 #[test]
 fn bench_times_the_finite_elements_in_each_precision() {
     let tmp = TempDir::new().unwrap();
-    let bench = ["bench", "--fem", "4", "--repeats", "1", "--seconds", "0.01"];
-    let out = ferroflow(tmp.path())
-        .args(bench)
-        .args(["--threads", "1", "--precision", "f64,f32"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // One tolerance f32 can reach for both rows: 32 ε of f32.
-    assert!(text.contains("CG tolerance 3.814697265625e-6"), "{text}");
-    // 4³ cells: 125 nodes, 1,208 directed edges, once per precision.
-    for precision in ["f64", "f32"] {
-        let row = format!("| 4 | {precision} | 125 | 1208 | ");
-        assert_eq!(
-            text.lines().filter(|l| l.starts_with(&row)).count(),
-            1,
-            "{text}"
-        );
+    let quick = ["--repeats", "1", "--seconds", "0.01", "--threads", "1"];
+    // 4³ cells: 1,208 directed edges in either precision.
+    for row in fem_bench_rows(tmp.path(), &quick) {
+        assert!(row.contains(" | 125 | 1208 | "), "{row}");
     }
-    let (code, err) = stderr_of(
-        ferroflow(tmp.path())
-            .args(bench)
-            .args(["--precision", "f16"]),
-    );
+    let cmd = &mut ferroflow(tmp.path());
+    let (code, err) = stderr_of(cmd.args(["bench", "--fem", "4", "--precision", "f16"]));
     assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("invalid value 'f16' for '--precision"),

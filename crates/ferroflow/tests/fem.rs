@@ -8,8 +8,8 @@ use tempfile::TempDir;
 
 mod common;
 use common::{
-    assert_diverges, assert_files_and_listed, assert_same_files, ferroflow, interrupt_and_continue,
-    stderr_of, summary,
+    assert_diverges, assert_files_and_listed, assert_same_files, fem_bench_rows, ferroflow,
+    interrupt_and_continue, stderr_of, summary,
 };
 
 /// `run cube-fe-re100` on 4³ hexahedra (125 nodes) with `extra` arguments, quietly.
@@ -524,27 +524,12 @@ fn a_diverging_run_on_the_gpu_stops_where_the_cpu_does() {
 #[ignore = "needs a GPU: run with --ignored"]
 fn bench_times_the_finite_elements_on_the_gpu_in_each_precision() {
     let tmp = TempDir::new().unwrap();
-    let out = ferroflow(tmp.path())
-        .args(["bench", "--fem", "4", "--backend", "cuda", "--no-tune"])
-        .args(["--precision", "f64,f32"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(text.contains("CG tolerance 3.814697265625e-6"), "{text}");
-    for precision in ["f64", "f32"] {
-        let row = format!("| 4 | {precision} | 125 | ");
-        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with(&row)).collect();
-        assert_eq!(rows.len(), 1, "{text}");
+    for row in fem_bench_rows(tmp.path(), &["--backend", "cuda", "--no-tune"]) {
         // The product's and cuSPARSE's µs, both measured.
-        let cells: Vec<&str> = rows[0].split('|').map(str::trim).collect();
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
         for column in [6, 7] {
-            let micros: f64 = cells[column].parse().expect(rows[0]);
-            assert!(micros > 0.0, "{}", rows[0]);
+            let micros: f64 = cells[column].parse().expect(&row);
+            assert!(micros > 0.0, "{row}");
         }
     }
 }
