@@ -928,7 +928,9 @@ fn cg_sweep(
         let mut looser = f64::INFINITY;
         for (t, r) in rows {
             let mut note = String::new();
-            if r.continuity >= looser {
+            // False for NaN too.
+            let fell = r.continuity < looser;
+            if !fell {
                 let in_f64 = match study.precision {
                     Precision::F64 => None,
                     Precision::F32 => Some(double.level(r.cells, t)?.continuity),
