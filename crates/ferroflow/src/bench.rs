@@ -20,6 +20,9 @@ use ferroflow_cases::case::{
 use ferroflow_cases::cavity;
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, Real};
+use ferroflow_fem::cuda::DeviceReal;
+use ferroflow_fem::fractional::Controls;
+use ferroflow_fem::lid_cube::cube;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::fs;
@@ -47,7 +50,7 @@ Examples:
   ferroflow bench --solve cavity2d-re1000,bdc3d --backend cuda
   ferroflow bench --implicit --n2d 1025 --n3d 129   # CPU implicit iteration, phase by phase
   ferroflow bench --fem                             # finite elements: the seed's three levels
-  ferroflow bench --fem 28 --threads 1
+  ferroflow bench --fem 28 --threads 1 --precision f64
   ferroflow bench --fem 14,28,56,112 --backend cuda  # GPU: product variants, CG iteration, step
   ferroflow bench --fv 64                           # finite-volume face and cell loops
   ferroflow bench --fv-ablation 100 --repeats 3     # seed 004's ablation, ~1M cells
@@ -120,9 +123,11 @@ pub struct BenchArgs {
     /// the flag: f32); a Markdown table against the copy bandwidth.
     #[arg(long, value_enum, value_name = "OPERATOR", num_args = 0..=1, default_missing_value = "f32")]
     implicit: Option<Precision>,
-    /// Edge-based finite elements instead (CPU or CUDA, f64): the lid-driven cube (Re = 100) of n³
-    /// hexahedra of six tetrahedra for each n (none after the flag: 14, 28, 56, about the
-    /// nodes of the seed's three levels, 3,347, 24,202 and 184,755); a Markdown table.
+    /// Edge-based finite elements instead (CPU or CUDA, each precision of `--precision`): the
+    /// lid-driven cube (Re = 100) of n³ hexahedra of six tetrahedra for each n (none after the
+    /// flag: 14, 28, 56, about the nodes of the seed's three levels, 3,347, 24,202 and
+    /// 184,755), the CG to 1e-10 or, with f32 among the precisions, to f32's 32 ε (3.8e-6)
+    /// in every precision; a Markdown table.
     #[arg(long, value_delimiter = ',', num_args = 0.., value_name = "CELLS")]
     fem: Option<Vec<usize>>,
     /// With `--fem --backend cuda`: also run each cube from rest to this time (the seed's
@@ -216,24 +221,51 @@ fn time_to_solution(args: &BenchArgs, names: &[String], world: &World) -> Result
 /// Time steps `--fem` times after as many untimed ones from rest.
 const FEM_STEPS: usize = 10;
 
-/// `--fem`: per mesh, the momentum's right-hand side (one Runge–Kutta stage's pass over the
-/// directed edges) in edges per second and the pressure matrix–vector product (the CG's, of
-/// the last step's matrix) in GB/s, each against the copy bandwidth measured here, then the
-/// time per step. Bytes counted are those each pass must move at least: per directed edge its
-/// 128-byte terms and 4-byte column (the matrix: 8-byte value and column); per node the
-/// offsets and the vectors read and written once (the momentum: u, ξ, p, τ, the result; the
-/// product: diagonal, scaling, x, the result).
+/// The CG tolerance of every `--fem` row: the solver's default, or where a precision of
+/// `precisions` cannot reach it, that precision's finest (32 ε): one tolerance, so that the
+/// precisions' times per step compare.
+fn fem_cg_tolerance(precisions: &[Precision]) -> f64 {
+    use ferroflow_fem::cg::finest_tolerance;
+    let finest = precisions.iter().map(|p| match p {
+        Precision::F64 => finest_tolerance::<f64>(),
+        Precision::F32 => finest_tolerance::<f32>(),
+    });
+    finest.fold(Controls::default().cg_tolerance, f64::max)
+}
+
+/// Bytes the momentum's pass must move at least in precision `R` (`--fem`): per directed edge
+/// its 16 terms and 4-byte column; per node its offset and the vectors read and written once
+/// (u, ξ, p, τ and the result: 11 values).
+fn momentum_bytes<R: Real>(nodes: usize, edges: usize) -> f64 {
+    let terms = std::mem::size_of::<ferroflow_fem::edges::EdgeTerms<R>>();
+    (edges * (terms + 4) + nodes * (std::mem::size_of::<usize>() + 11 * R::BYTES)) as f64
+}
+
+/// Bytes the pressure matrix–vector product must move at least in precision `R`, its rows'
+/// offsets `offset` bytes each: per entry its value and 4-byte column; per row its offset,
+/// diagonal, scaling, x and the result.
+fn product_bytes<R: Real>(nodes: usize, edges: usize, offset: usize) -> f64 {
+    (edges * (R::BYTES + 4) + nodes * (offset + 4 * R::BYTES)) as f64
+}
+
+/// `--fem`: per mesh and precision, the momentum's right-hand side (one Runge–Kutta stage's
+/// pass over the directed edges) in edges per second and the pressure matrix–vector product
+/// (the CG's, of the last step's matrix) in GB/s, each against the copy bandwidth measured
+/// here, then the time per step. Bytes counted are those each pass must move at least, in the
+/// working precision ([`momentum_bytes`], [`product_bytes`]).
 fn fem_throughput(args: &BenchArgs, cells: &[usize]) -> Result<(), Failure> {
-    use ferroflow_fem::fractional::Controls;
-    use ferroflow_fem::lid_cube::cube;
     let cells = if cells.is_empty() {
         &[14, 28, 56][..]
     } else {
         cells
     };
+    let controls = Controls {
+        cg_tolerance: fem_cg_tolerance(&args.precision),
+        ..Controls::default()
+    };
     match args.backend {
         BackendKind::Cpu => {}
-        BackendKind::Cuda => return fem_cuda(args, cells),
+        BackendKind::Cuda => return fem_cuda(args, cells, controls),
         _ => {
             return Err(Failure::input(
                 "--fem: the CPU or CUDA backend (--backend cpu | cuda)",
@@ -244,73 +276,88 @@ fn fem_throughput(args: &BenchArgs, cells: &[usize]) -> Result<(), Failure> {
         return Err(Failure::input("--fem-end: with --backend cuda"));
     }
     let (pool, copy) = unstructured_pool(args)?;
+    println!("CG tolerance {:e}\n", controls.cg_tolerance);
     println!(
-        "| cells | nodes | directed edges | momentum G edges/s | GB/s | of copy | mat-vec GB/s \
-         | of copy | s/step | CG/step |"
+        "| cells | precision | nodes | directed edges | momentum G edges/s | GB/s | of copy \
+         | mat-vec GB/s | of copy | s/step | CG/step |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     pool.install(|| {
         for &n in cells {
-            let (_, mut s, held) = cube(n, 100.0, Controls::default()).map_err(Failure::input)?;
-            let boundary = |i: usize, _: f64| held[i];
-            let (nodes, edges) = (s.operators().nodes(), s.operators().columns.len());
-            let mut t = 0.0;
-            for _ in 0..FEM_STEPS {
-                let dt = s.time_step();
-                s.step(dt, t, &boundary);
-                t += dt;
+            for p in &args.precision {
+                let row = match p {
+                    Precision::F64 => fem_cpu_row::<f64>(args, n, controls, copy)?,
+                    Precision::F32 => fem_cpu_row::<f32>(args, n, controls, copy)?,
+                };
+                println!("{row}");
             }
-            let frozen = s.freeze();
-            let momentum = per_call(args, || {
-                std::hint::black_box(s.momentum(&frozen, &s.u));
-            })?;
-            let h = s.pressure_matrix();
-            let scale = vec![1.0; nodes];
-            let x: Vec<f64> = (0..nodes).map(|i| i as f64).collect();
-            let mut out = vec![0.0; nodes];
-            let product = per_call(args, || {
-                h.scaled_product(&scale, &x, &mut out);
-                std::hint::black_box(&out);
-            })?;
-            let start = Instant::now();
-            let mut cg = 0;
-            for _ in 0..FEM_STEPS {
-                let dt = s.time_step();
-                cg += s.step(dt, t, &boundary).pressure.iterations;
-                t += dt;
-            }
-            let per_step = start.elapsed().as_secs_f64() / FEM_STEPS as f64;
-            let momentum_bytes = (edges * 132 + nodes * 96) as f64 / momentum;
-            let product_bytes = (edges * 12 + nodes * 40) as f64 / product;
-            println!(
-                "| {n} | {nodes} | {edges} | {:.3} | {:.2} | {:.0} % | {:.2} | {:.0} % | {:.4} | {:.1} |",
-                edges as f64 / momentum / 1e9,
-                momentum_bytes / 1e9,
-                100.0 * momentum_bytes / copy,
-                product_bytes / 1e9,
-                100.0 * product_bytes / copy,
-                per_step,
-                cg as f64 / FEM_STEPS as f64
-            );
         }
         Ok(())
     })
 }
 
+/// `--fem`'s row of the cube of `n`³ cells in precision `R` (`copy`: the copy bandwidth).
+fn fem_cpu_row<R: Real>(
+    args: &BenchArgs,
+    n: usize,
+    controls: Controls,
+    copy: f64,
+) -> Result<String, Failure> {
+    let (_, mut s, held) = cube::<R>(n, 100.0, controls).map_err(Failure::input)?;
+    let boundary = |i: usize, _: f64| held[i];
+    let (nodes, edges) = (s.operators().nodes(), s.operators().columns.len());
+    let mut t = 0.0;
+    for _ in 0..FEM_STEPS {
+        let dt = s.time_step();
+        s.step(dt, t, &boundary);
+        t += dt;
+    }
+    let frozen = s.freeze();
+    let momentum = per_call(args, || {
+        std::hint::black_box(s.momentum(&frozen, &s.u));
+    })?;
+    let h = s.pressure_matrix();
+    let scale = vec![R::one(); nodes];
+    let x: Vec<R> = (0..nodes).map(|i| R::of(i as f64)).collect();
+    let mut out = vec![R::zero(); nodes];
+    let product = per_call(args, || {
+        h.scaled_product(&scale, &x, &mut out);
+        std::hint::black_box(&out);
+    })?;
+    let start = Instant::now();
+    let mut cg = 0;
+    for _ in 0..FEM_STEPS {
+        let dt = s.time_step();
+        cg += s.step(dt, t, &boundary).pressure.iterations;
+        t += dt;
+    }
+    let per_step = start.elapsed().as_secs_f64() / FEM_STEPS as f64;
+    let moved = momentum_bytes::<R>(nodes, edges) / momentum;
+    let product_rate = product_bytes::<R>(nodes, edges, std::mem::size_of::<usize>()) / product;
+    Ok(format!(
+        "| {n} | {} | {nodes} | {edges} | {:.3} | {:.2} | {:.0} % | {:.2} | {:.0} % | {:.4} | {:.1} |",
+        R::NAME,
+        edges as f64 / momentum / 1e9,
+        moved / 1e9,
+        100.0 * moved / copy,
+        product_rate / 1e9,
+        100.0 * product_rate / copy,
+        per_step,
+        cg as f64 / FEM_STEPS as f64
+    ))
+}
+
 /// Products per timed sample of `--fem --backend cuda`.
 const FEM_PRODUCTS: usize = 200;
 
-/// `--fem --backend cuda`: per mesh, after `FEM_STEPS` steps from rest (the first chooses the
-/// product's variant: its table), the product in µs (cuSPARSE's SpMV of the same matrix beside
-/// it) and in GB/s against the copy bandwidth, one CG
+/// `--fem --backend cuda`: per mesh and precision, after `FEM_STEPS` steps from rest (the
+/// first chooses the product's variant: its table), the product in µs (cuSPARSE's SpMV of the
+/// same matrix in the same precision beside it) and in GB/s against the copy bandwidth, one CG
 /// iteration (product, fused reduction, update, replayed from the graph) in µs, the time per
 /// step over `FEM_STEPS` more; with `--fem-end T`, the run from rest to time T. Bytes counted
-/// per product: per entry its 8-byte value and 4-byte column, per row its offset, scaled
-/// diagonal, scaling, x and result (36 bytes).
-fn fem_cuda(args: &BenchArgs, cells: &[usize]) -> Result<(), Failure> {
-    use ferroflow_fem::cuda::{CudaFractional, CudaOptions, TuneMode};
-    use ferroflow_fem::fractional::Controls;
-    use ferroflow_fem::lid_cube::cube;
+/// per product: [`product_bytes`], the rows' offsets 4 bytes each.
+fn fem_cuda(args: &BenchArgs, cells: &[usize], controls: Controls) -> Result<(), Failure> {
+    use ferroflow_fem::cuda::{CudaOptions, TuneMode};
     let copy =
         ferroflow_cuda::copy_bandwidth(args.device, 1 << 30, 20).map_err(Failure::runtime)?;
     let options = CudaOptions {
@@ -323,94 +370,109 @@ fn fem_cuda(args: &BenchArgs, cells: &[usize]) -> Result<(), Failure> {
         ..CudaOptions::default()
     };
     println!(
-        "copy bandwidth {:.1} GB/s (bytes read + written)\n",
-        copy / 1e9
+        "copy bandwidth {:.1} GB/s (bytes read + written)\nCG tolerance {:e}\n",
+        copy / 1e9,
+        controls.cg_tolerance
     );
     let mut rows = Vec::new();
     for &n in cells {
-        let start = Instant::now();
-        let (_, cpu, held) = cube(n, 100.0, Controls::default()).map_err(Failure::input)?;
-        let boundary = |i: usize, _: f64| held[i];
-        let setup = start.elapsed().as_secs_f64();
-        let (nodes, edges) = (cpu.operators().nodes(), cpu.operators().columns.len());
-        let mut s = CudaFractional::new(&cpu, &options).map_err(Failure::runtime)?;
-        drop(cpu);
-        let mut t = 0.0;
-        let step = |s: &mut CudaFractional, t: &mut f64| -> Result<usize, Failure> {
-            let dt = s.time_step().map_err(Failure::runtime)?;
-            let r = s.step(dt, *t, &boundary).map_err(Failure::runtime)?;
-            *t += dt;
-            Ok(r.pressure.iterations)
-        };
-        for _ in 0..FEM_STEPS {
-            step(&mut s, &mut t)?;
-        }
-        if let Some(report) = s.tuning() {
-            println!("{n}³ cells, {nodes} nodes: {report}");
-        }
-        let product = s.time_spmv(FEM_PRODUCTS).map_err(Failure::runtime)?;
-        let cusparse = match s.time_cusparse(FEM_PRODUCTS) {
-            Ok(t) => format!("{:.1}", t * 1e6),
-            Err(e) => {
-                println!("{n}³: cuSPARSE not measured: {e}");
-                "-".into()
-            }
-        };
-        let timed = Instant::now();
-        let mut cg = 0;
-        for _ in 0..FEM_STEPS {
-            cg += step(&mut s, &mut t)?;
-        }
-        let per_step = timed.elapsed().as_secs_f64() / FEM_STEPS as f64;
-        let iteration = s.time_cg_iteration(8).map_err(Failure::runtime)?;
-        let [bytes, free, _] = s.memory().map_err(Failure::runtime)?;
-        let bytes_per_product = (edges * 12 + nodes * 36) as f64;
-        rows.push(format!(
-            "| {n} | {nodes} | {edges} | {} | {:.1} | {cusparse} | {:.0} | {:.0} % | {} | {:.4} | {:.1} | {:.0} | {:.1} |",
-            s.spmv().map_or("-".into(), |v| v.to_string()),
-            product * 1e6,
-            bytes_per_product / product / 1e9,
-            100.0 * bytes_per_product / product / copy,
-            iteration.map_or("broke down".into(), |i| format!("{:.1}", i * 1e6)),
-            per_step,
-            cg as f64 / FEM_STEPS as f64,
-            bytes as f64 / nodes as f64,
-            setup
-        ));
-        // The largest cube whose arrays fit what is free beside this one's.
-        let per_node = bytes as f64 / nodes as f64;
-        let fits = ((free + bytes) as f64 / per_node).cbrt() as usize - 1;
-        println!("{n}³: device bytes per node {per_node:.0}; the largest cube that fits: about {fits}³ cells ({} nodes), by that estimate\n", (fits + 1).pow(3));
-        if let Some(end) = args.fem_end {
-            let (mut s, mut t, mut steps, mut cg) = (
-                {
-                    let (_, cpu, _) =
-                        cube(n, 100.0, Controls::default()).map_err(Failure::input)?;
-                    CudaFractional::new(&cpu, &options).map_err(Failure::runtime)?
-                },
-                0.0,
-                0,
-                0,
-            );
-            let run = Instant::now();
-            while t < end {
-                cg += step(&mut s, &mut t)?;
-                steps += 1;
-            }
-            println!(
-                "{n}³ from rest to t = {t:.4}: {steps} steps, {:.1} CG iterations per step, {:.2} s\n",
-                cg as f64 / steps as f64,
-                run.elapsed().as_secs_f64()
-            );
+        for p in &args.precision {
+            rows.push(match p {
+                Precision::F64 => fem_cuda_row::<f64>(args, n, (&options, controls), copy)?,
+                Precision::F32 => fem_cuda_row::<f32>(args, n, (&options, controls), copy)?,
+            });
         }
     }
     println!(
-        "| cells | nodes | directed edges | product | µs | cuSPARSE µs | mat-vec GB/s | of copy \
-         | CG iteration µs | s/step | CG/step | device B/node | host setup s |"
+        "| cells | precision | nodes | directed edges | product | µs | cuSPARSE µs | mat-vec GB/s \
+         | of copy | CG iteration µs | s/step | CG/step | device B/node | host setup s |"
     );
-    println!("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     rows.iter().for_each(|r| println!("{r}"));
     Ok(())
+}
+
+/// `--fem --backend cuda`'s row of the cube of `n`³ cells in precision `R` (`copy`: the copy
+/// bandwidth); its tuning, memory and `--fem-end` lines printed.
+fn fem_cuda_row<R: DeviceReal>(
+    args: &BenchArgs,
+    n: usize,
+    (options, controls): (&ferroflow_fem::cuda::CudaOptions, Controls),
+    copy: f64,
+) -> Result<String, Failure> {
+    use ferroflow_fem::cuda::CudaFractional;
+    let start = Instant::now();
+    let (_, cpu, held) = cube::<R>(n, 100.0, controls).map_err(Failure::input)?;
+    let boundary = |i: usize, _: f64| held[i];
+    let setup = start.elapsed().as_secs_f64();
+    let (nodes, edges) = (cpu.operators().nodes(), cpu.operators().columns.len());
+    let mut s = CudaFractional::new(&cpu, options).map_err(Failure::runtime)?;
+    drop(cpu);
+    let mut t = 0.0;
+    let step = |s: &mut CudaFractional<R>, t: &mut f64| -> Result<usize, Failure> {
+        let dt = s.time_step().map_err(Failure::runtime)?;
+        let r = s.step(dt, *t, &boundary).map_err(Failure::runtime)?;
+        *t += dt;
+        Ok(r.pressure.iterations)
+    };
+    for _ in 0..FEM_STEPS {
+        step(&mut s, &mut t)?;
+    }
+    let what = format!("{n}³ {}", R::NAME);
+    if let Some(report) = s.tuning() {
+        println!("{what}, {nodes} nodes: {report}");
+    }
+    let product = s.time_spmv(FEM_PRODUCTS).map_err(Failure::runtime)?;
+    let cusparse = match s.time_cusparse(FEM_PRODUCTS) {
+        Ok(t) => format!("{:.1}", t * 1e6),
+        Err(e) => {
+            println!("{what}: cuSPARSE not measured: {e}");
+            "-".into()
+        }
+    };
+    let timed = Instant::now();
+    let mut cg = 0;
+    for _ in 0..FEM_STEPS {
+        cg += step(&mut s, &mut t)?;
+    }
+    let per_step = timed.elapsed().as_secs_f64() / FEM_STEPS as f64;
+    let iteration = s.time_cg_iteration(8).map_err(Failure::runtime)?;
+    let [bytes, free, _] = s.memory().map_err(Failure::runtime)?;
+    let bytes_per_product = product_bytes::<R>(nodes, edges, 4);
+    let row = format!(
+        "| {n} | {} | {nodes} | {edges} | {} | {:.1} | {cusparse} | {:.0} | {:.0} % | {} | {:.4} | {:.1} | {:.0} | {:.1} |",
+        R::NAME,
+        s.spmv().map_or("-".into(), |v| v.to_string()),
+        product * 1e6,
+        bytes_per_product / product / 1e9,
+        100.0 * bytes_per_product / product / copy,
+        iteration.map_or("broke down".into(), |i| format!("{:.1}", i * 1e6)),
+        per_step,
+        cg as f64 / FEM_STEPS as f64,
+        bytes as f64 / nodes as f64,
+        setup
+    );
+    // The largest cube whose arrays fit what is free beside this one's.
+    let per_node = bytes as f64 / nodes as f64;
+    let fits = ((free + bytes) as f64 / per_node).cbrt() as usize - 1;
+    println!("{what}: device bytes per node {per_node:.0}; the largest cube that fits: about {fits}³ cells ({} nodes), by that estimate\n", (fits + 1).pow(3));
+    if let Some(end) = args.fem_end {
+        drop(s);
+        let (_, cpu, _) = cube::<R>(n, 100.0, controls).map_err(Failure::input)?;
+        let mut s = CudaFractional::new(&cpu, options).map_err(Failure::runtime)?;
+        let (mut t, mut steps, mut cg) = (0.0, 0, 0);
+        let run = Instant::now();
+        while t < end {
+            cg += step(&mut s, &mut t)?;
+            steps += 1;
+        }
+        println!(
+            "{what} from rest to t = {t:.4}: {steps} steps, {:.1} CG iterations per step, {:.2} s\n",
+            cg as f64 / steps as f64,
+            run.elapsed().as_secs_f64()
+        );
+    }
+    Ok(row)
 }
 
 /// Seconds per call of `f`: calls enough for `--seconds` per repetition, the median of

@@ -10,11 +10,13 @@ use crate::Failure;
 use clap::Subcommand;
 use ferroflow_ac::{Implicit, Method, Numerics};
 use ferroflow_cases::case::{
-    BackendKind, BackendSpec, ConvectionKind, DifferencesKind, ParallelSpec,
+    BackendKind, BackendSpec, ConvectionKind, DifferencesKind, ParallelSpec, Precision,
 };
 use ferroflow_cases::mms::{finest_orders, study, Manufactured, MmsRow};
 use ferroflow_cases::summary::{self, Summary};
 use ferroflow_core::decomposition::Decomposition;
+use ferroflow_fem::cg::finest_tolerance;
+use ferroflow_fem::ethier_steinman::LevelResult;
 use ferroflow_fem::fractional::Controls;
 use ferroflow_mesh::generate::BoxCells;
 use ferroflow_solver::{Simulation, StopCriteria};
@@ -79,9 +81,10 @@ pub enum VerifyCommand {
     /// stabilised continuity residual after the projection; then each grid again at every
     /// --cg-tolerances value. PASS when, on the finest pair, velocity's order is at least 1.8
     /// and pressure's at least 1.0, and on every grid the continuity residual falls as the
-    /// CG tolerance is tightened.
+    /// CG tolerance is tightened, down to the working precision's round-off.
     #[command(after_help = "Examples:\n  ferroflow verify ethier-steinman\n  \
-                            ferroflow verify ethier-steinman --cells 8,16,32,48\n\n\
+                            ferroflow verify ethier-steinman --cells 8,16,32,48\n  \
+                            ferroflow verify ethier-steinman --precision f32\n\n\
                             Exit codes: 0 PASS, 1 FAIL or a runtime failure, 2 bad input.")]
     EthierSteinman {
         /// Cells per axis of each grid (hexahedra split into six tetrahedra), at least two,
@@ -94,12 +97,18 @@ pub enum VerifyCommand {
         /// End time.
         #[arg(long, default_value_t = 0.1)]
         end: f64,
-        /// Relative tolerance of the pressure solve.
-        #[arg(long, default_value_t = 1e-10)]
-        cg_tolerance: f64,
+        /// Working precision of the solver (state, operators, sums, pressure solve); the
+        /// errors are computed in f64 from the state widened.
+        #[arg(long, value_enum, default_value = "f64")]
+        precision: Precision,
+        /// Relative tolerance of the pressure solve, at least 32 ε of the precision [default:
+        /// f64 1e-10, f32 1e-5].
+        #[arg(long)]
+        cg_tolerance: Option<f64>,
         /// Looser tolerances of the pressure solve each grid is run with again, for the
-        /// divergence and the continuity residual against the tolerance.
-        #[arg(long, value_delimiter = ',', default_values_t = [1e-4, 1e-6, 1e-8])]
+        /// divergence and the continuity residual against the tolerance [default: f64
+        /// 1e-4,1e-6,1e-8; f32 1e-2,1e-3,1e-4].
+        #[arg(long, value_delimiter = ',')]
         cg_tolerances: Vec<f64>,
         /// Output directory for ethier-steinman.csv and ethier-steinman-cg.csv.
         #[arg(long, default_value = "ferroflow-out/ethier-steinman")]
@@ -271,15 +280,31 @@ pub fn verify(cmd: VerifyCommand) -> Result<(), Failure> {
             cells,
             viscosity,
             end,
+            precision,
             cg_tolerance,
             cg_tolerances,
             out,
         } => {
+            let (tolerance, sweep) = match precision {
+                Precision::F64 => (1e-10, vec![1e-4, 1e-6, 1e-8]),
+                Precision::F32 => (1e-5, vec![1e-2, 1e-3, 1e-4]),
+            };
             let controls = Controls {
-                cg_tolerance,
+                cg_tolerance: cg_tolerance.unwrap_or(tolerance),
                 ..Controls::default()
             };
-            ethier_steinman(&cells, (viscosity, end), controls, &cg_tolerances, &out)
+            let sweep = if cg_tolerances.is_empty() {
+                sweep
+            } else {
+                cg_tolerances
+            };
+            let study = EthierStudy {
+                nu: viscosity,
+                end,
+                precision,
+                controls,
+            };
+            ethier_steinman(&cells, study, &sweep, &out)
         }
         VerifyCommand::LidCube {
             cells,
@@ -681,16 +706,49 @@ fn lid_cube(
     Ok(())
 }
 
+/// What `verify ethier-steinman` runs every grid with.
+#[derive(Clone, Copy)]
+struct EthierStudy {
+    nu: f64,
+    end: f64,
+    precision: Precision,
+    controls: Controls,
+}
+
+impl EthierStudy {
+    /// The grid of `cells` cells per axis solved with CG tolerance `cg_tolerance`.
+    fn level(&self, cells: usize, cg_tolerance: f64) -> Result<LevelResult, Failure> {
+        use ferroflow_fem::ethier_steinman::run;
+        let c = Controls {
+            cg_tolerance,
+            ..self.controls
+        };
+        let r = match self.precision {
+            Precision::F64 => run::<f64>(cells, self.nu, self.end, c),
+            Precision::F32 => run::<f32>(cells, self.nu, self.end, c),
+        };
+        r.map_err(Failure::runtime)
+    }
+
+    /// The tightest CG tolerance the precision reaches (32 ε).
+    fn finest_tolerance(&self) -> f64 {
+        match self.precision {
+            Precision::F64 => finest_tolerance::<f64>(),
+            Precision::F32 => finest_tolerance::<f32>(),
+        }
+    }
+}
+
 /// The Ethier–Steinman study (see [`VerifyCommand::EthierSteinman`]), its tables printed and
 /// written to `out/ethier-steinman.csv` and `out/ethier-steinman-cg.csv`.
 fn ethier_steinman(
     cells: &[usize],
-    (nu, end): (f64, f64),
-    controls: Controls,
+    study: EthierStudy,
     sweep: &[f64],
     out: &Path,
 ) -> Result<(), Failure> {
-    use ferroflow_fem::ethier_steinman::{order, run, LevelResult};
+    use ferroflow_fem::ethier_steinman::order;
+    let (nu, end, controls) = (study.nu, study.end, study.controls);
     if cells.len() < 2 || cells.windows(2).any(|w| w[0] >= w[1]) || cells[0] < 1 {
         return Err(Failure::input(format!(
             "--cells {cells:?}: at least two grids, ascending"
@@ -700,6 +758,14 @@ fn ethier_steinman(
     if !(tolerance > 0.0 && tolerance < 1.0) {
         return Err(Failure::input(format!(
             "--cg-tolerance {tolerance}: between 0 and 1"
+        )));
+    }
+    let finest = study.finest_tolerance();
+    if tolerance < finest {
+        return Err(Failure::input(format!(
+            "--cg-tolerance {tolerance:e}: below what --precision {} can reach; at least \
+             {finest:.1e} (32 ε)",
+            study.precision.name()
         )));
     }
     if let Some(t) = sweep.iter().find(|&&t| !(t > tolerance && t < 1.0)) {
@@ -713,6 +779,13 @@ fn ethier_steinman(
         )));
     }
     let path = output_file(out, "ethier-steinman.csv")?;
+    if study.precision != Precision::F64 {
+        println!(
+            "working precision {}: CG tolerance {tolerance:e} (no tighter than {finest:.1e}); \
+             errors computed in f64 from the state widened\n",
+            study.precision.name()
+        );
+    }
     let mut csv = String::from(
         "cells,nodes,steps,velocity_l2,pressure_l2,velocity_order,pressure_order,\
          cg_iterations_per_step,max_rms_divergence,max_rms_continuity,seconds\n",
@@ -736,7 +809,7 @@ fn ethier_steinman(
     let mut levels: Vec<LevelResult> = Vec::new();
     for &c in cells {
         let start = Instant::now();
-        let r = run::<f64>(c, nu, end, controls).map_err(Failure::runtime)?;
+        let r = study.level(c, tolerance)?;
         let seconds = start.elapsed().as_secs_f64();
         let orders = previous.map(|(pc, pu, pp)| {
             (
@@ -779,12 +852,23 @@ fn ethier_steinman(
         levels.push(r);
     }
     ferroflow_io::file::write(&path, csv).map_err(Failure::runtime)?;
-    let tracks = cg_sweep(&levels, (nu, end), controls, sweep, out)?;
+    let Tracking {
+        falls: tracks,
+        round_off,
+    } = cg_sweep(&levels, study, sweep, out)?;
     let (ou, op) = last;
     if ou >= 1.8 && op >= 1.0 && tracks {
+        let floor = match round_off.is_empty() {
+            true => String::new(),
+            false => format!(
+                " down to {}'s round-off ({}: f64 falls there)",
+                study.precision.name(),
+                round_off.join(", ")
+            ),
+        };
         println!(
             "PASS: orders on the finest pair: velocity {ou:.3} (>= 1.8), pressure {op:.3} (>= 1.0); \
-             the continuity residual falls with the CG tolerance on every grid"
+             the continuity residual falls with the CG tolerance on every grid{floor}"
         );
         Ok(())
     } else {
@@ -796,17 +880,28 @@ fn ethier_steinman(
     }
 }
 
+/// How the continuity residual followed the CG tolerance in [`cg_sweep`].
+struct Tracking {
+    /// On every grid it fell as the tolerance was tightened, or where it did not, f64 on the
+    /// same grid and tolerance fell: the working precision's round-off stopped it.
+    falls: bool,
+    /// The grids and tolerances where round-off stopped it, e.g. `32³ at 1e-5`.
+    round_off: Vec<String>,
+}
+
 /// Each of `levels` (run at `controls.cg_tolerance`) again at every tolerance of `sweep`:
 /// CG iterations per step, the largest RMS divergence and continuity residual after the
-/// projection, printed and written to `out/ethier-steinman-cg.csv`. Whether on every grid the
-/// continuity residual falls as the tolerance is tightened.
+/// projection, printed and written to `out/ethier-steinman-cg.csv`; whether on every grid the
+/// continuity residual falls as the tolerance is tightened. Below f64, where it does not fall,
+/// the grid is run in f64 at that tolerance: if f64's falls below the looser tolerance's, the
+/// row is marked as the working precision's round-off, else the study fails.
 fn cg_sweep(
-    levels: &[ferroflow_fem::ethier_steinman::LevelResult],
-    (nu, end): (f64, f64),
-    controls: Controls,
+    levels: &[LevelResult],
+    study: EthierStudy,
     sweep: &[f64],
     out: &Path,
-) -> Result<bool, Failure> {
+) -> Result<Tracking, Failure> {
+    let controls = study.controls;
     let mut tolerances: Vec<f64> = sweep.to_vec();
     tolerances.sort_by(|a, b| b.total_cmp(a));
     println!(
@@ -816,24 +911,43 @@ fn cg_sweep(
     let mut csv = String::from(
         "cells,nodes,cg_tolerance,cg_iterations_per_step,max_rms_divergence,max_rms_continuity\n",
     );
-    let mut tracks = true;
+    let double = EthierStudy {
+        precision: Precision::F64,
+        ..study
+    };
+    let mut tracking = Tracking {
+        falls: true,
+        round_off: Vec::new(),
+    };
     for level in levels {
         let mut rows = Vec::new();
         for &t in &tolerances {
-            let c = Controls {
-                cg_tolerance: t,
-                ..controls
-            };
-            let r = ferroflow_fem::ethier_steinman::run::<f64>(level.cells, nu, end, c);
-            rows.push((t, r.map_err(Failure::runtime)?));
+            rows.push((t, study.level(level.cells, t)?));
         }
         rows.push((controls.cg_tolerance, *level));
-        tracks &= rows
-            .windows(2)
-            .all(|w| w[1].1.continuity < w[0].1.continuity);
+        let mut looser = f64::INFINITY;
         for (t, r) in rows {
+            let mut note = String::new();
+            // False for NaN too.
+            let fell = r.continuity < looser;
+            if !fell {
+                let in_f64 = match study.precision {
+                    Precision::F64 => None,
+                    Precision::F32 => Some(double.level(r.cells, t)?.continuity),
+                };
+                let falls = in_f64.is_some_and(|c| c < looser);
+                if let Some(c) = in_f64 {
+                    let cause = if falls { " f32 round-off" } else { "" };
+                    note = format!("  not falling:{cause} (f64: {c:.3e})");
+                }
+                if falls {
+                    tracking.round_off.push(format!("{}³ at {t:.0e}", r.cells));
+                }
+                tracking.falls &= falls;
+            }
+            looser = r.continuity;
             println!(
-                "{:>6} {:>8} {:>10.0e} {:>8.1} {:>10.3e} {:>10.3e}",
+                "{:>6} {:>8} {:>10.0e} {:>8.1} {:>10.3e} {:>10.3e}{note}",
                 r.cells, r.nodes, t, r.cg_iterations, r.divergence, r.continuity
             );
             csv += &format!(
@@ -844,7 +958,7 @@ fn cg_sweep(
     }
     let path = output_file(out, "ethier-steinman-cg.csv")?;
     ferroflow_io::file::write(&path, csv).map_err(Failure::runtime)?;
-    Ok(tracks)
+    Ok(tracking)
 }
 
 /// What `verify mms` was asked for.

@@ -13,7 +13,10 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 mod common;
-use common::{assert_same_files, ferroflow, spawn, stderr_of, summary, wait_exit, wait_for};
+use common::{
+    assert_same_files, fem_bench_rows, ferroflow, spawn, stderr_of, stdout_of, summary, wait_exit,
+    wait_for,
+};
 
 #[test]
 fn default_run_writes_every_result_into_the_default_directory() {
@@ -1864,29 +1867,76 @@ fn meshes_are_generated_checked_measured_and_converted() {
     assert!(!tmp.path().join("t1.su2").exists());
 }
 
+/// Column `name` of every row of the CSV table `text`.
+fn csv_column(text: &str, name: &str) -> Vec<String> {
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = header.iter().position(|h| *h == name).unwrap();
+    lines
+        .map(|l| l.split(',').nth(at).unwrap().to_string())
+        .collect()
+}
+
 #[test]
-fn ethier_steinman_is_verified_and_tabulated() {
+fn ethier_steinman_is_verified_and_tabulated_in_either_precision() {
     let tmp = TempDir::new().unwrap();
-    let out = ferroflow(tmp.path())
-        .args(["verify", "ethier-steinman", "--cells", "4,8", "--out", "es"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    // The study on 4³ and 8³ into `out`, in f64 unless `extra` says otherwise: its output and
+    // its two tables.
+    let study = |out: &str, extra: &[&str]| {
+        let cmd = &mut ferroflow(tmp.path());
+        let args = ["verify", "ethier-steinman", "--cells", "4,8", "--out", out];
+        let text = stdout_of(cmd.args(args).args(extra));
+        assert!(text.contains("PASS: orders on the finest pair"), "{text}");
+        let read = |name: &str| fs::read_to_string(tmp.path().join(out).join(name)).unwrap();
+        [
+            text,
+            read("ethier-steinman.csv"),
+            read("ethier-steinman-cg.csv"),
+        ]
+    };
+    let [text, double, _] = study("es", &[]);
+    assert!(!text.contains("working precision"), "{text}");
+    assert_eq!(double.lines().count(), 3, "{double}");
+    let [text, single, sweep] = study("es32", &["--precision", "f32"]);
     assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+        text.contains("working precision f32: CG tolerance 1e-5"),
+        "{text}"
     );
-    assert!(text.contains("PASS: orders on the finest pair"), "{text}");
-    let csv = fs::read_to_string(tmp.path().join("es/ethier-steinman.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 3, "{csv}");
-    let (code, err) =
-        stderr_of(ferroflow(tmp.path()).args(["verify", "ethier-steinman", "--cells", "8,4"]));
-    assert_eq!(code, Some(2), "{err}");
-    assert!(
-        err.contains("--cells [8, 4]: at least two grids, ascending"),
-        "{err}"
-    );
+    // 4³ takes steps of dt_max, 0.01, which f32 rounds down: 11 steps to t = 0.1, not 10.
+    assert_eq!(csv_column(&single, "steps")[0], "11", "{single}");
+    assert_eq!(csv_column(&double, "steps")[0], "10", "{double}");
+    // f32's own errors, not f64's, on 8³.
+    let error = |csv: &str| csv_column(csv, "velocity_l2")[1].parse::<f64>().unwrap();
+    assert_ne!(error(&single), error(&double));
+    // f32's CG tolerances: each grid at 1e-2, 1e-3, 1e-4, then the study's 1e-5.
+    let tolerances: Vec<f64> = csv_column(&sweep, "cg_tolerance")
+        .iter()
+        .map(|t| t.parse().unwrap())
+        .collect();
+    assert_eq!(tolerances, [1e-2, 1e-3, 1e-4, 1e-5, 1e-2, 1e-3, 1e-4, 1e-5]);
+    for (args, why) in [
+        (
+            &["--cells", "8,4"][..],
+            "--cells [8, 4]: at least two grids, ascending",
+        ),
+        (
+            &["--precision", "f16"][..],
+            "invalid value 'f16' for '--precision <PRECISION>'",
+        ),
+        (
+            &["--precision", "f32", "--cg-tolerance", "1e-10"][..],
+            "--cg-tolerance 1e-10: below what --precision f32 can reach; at least 3.8e-6",
+        ),
+    ] {
+        let cmd = &mut ferroflow(tmp.path());
+        let (code, err) = stderr_of(
+            cmd.args(["verify", "ethier-steinman", "--out", "bad"])
+                .args(args),
+        );
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+    }
+    assert!(!tmp.path().join("bad").exists());
 }
 
 #[test]
@@ -1937,6 +1987,23 @@ fn the_vortex_passes_on_fine_meshes_and_fails_on_coarse_ones() {
         stderr_of(ferroflow(tmp.path()).args(["verify", "vortex", "--cells", "8,16"]));
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("FAIL: hex: order"), "{err}");
+}
+
+#[test]
+fn bench_times_the_finite_elements_in_each_precision() {
+    let tmp = TempDir::new().unwrap();
+    let quick = ["--repeats", "1", "--seconds", "0.01", "--threads", "1"];
+    // 4³ cells: 1,208 directed edges in either precision.
+    for row in fem_bench_rows(tmp.path(), &quick) {
+        assert!(row.contains(" | 125 | 1208 | "), "{row}");
+    }
+    let cmd = &mut ferroflow(tmp.path());
+    let (code, err) = stderr_of(cmd.args(["bench", "--fem", "4", "--precision", "f16"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("invalid value 'f16' for '--precision"),
+        "{err}"
+    );
 }
 
 #[test]

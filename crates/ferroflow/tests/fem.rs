@@ -1,15 +1,15 @@
 //! `ferroflow run` and `check` of finite-element cases: the files of a run on a tiny
 //! tetrahedral cube, the bitwise restart, divergence, Ctrl-C, and input errors that name the
 //! key, the value or the file; on a GPU (ignored without one), the CPU's files bit for bit,
-//! and a divergence at the CPU's step.
+//! a divergence at the CPU's step, and `bench --fem` in each precision.
 use std::fs;
 use std::path::Path;
 use tempfile::TempDir;
 
 mod common;
 use common::{
-    assert_diverges, assert_files_and_listed, assert_same_files, ferroflow, interrupt_and_continue,
-    stderr_of, summary,
+    assert_diverges, assert_files_and_listed, assert_same_files, fem_bench_rows, ferroflow,
+    interrupt_and_continue, stderr_of, summary,
 };
 
 /// `run cube-fe-re100` on 4³ hexahedra (125 nodes) with `extra` arguments, quietly.
@@ -518,4 +518,18 @@ fn a_diverging_run_on_the_gpu_stops_where_the_cpu_does() {
         rows.push(fs::read_to_string(dir.join("partial/residuals.csv")).unwrap());
     }
     assert_eq!(rows[0], rows[1]);
+}
+
+#[test]
+#[ignore = "needs a GPU: run with --ignored"]
+fn bench_times_the_finite_elements_on_the_gpu_in_each_precision() {
+    let tmp = TempDir::new().unwrap();
+    for row in fem_bench_rows(tmp.path(), &["--backend", "cuda", "--no-tune"]) {
+        // The product's and cuSPARSE's µs, both measured.
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        for column in [6, 7] {
+            let micros: f64 = cells[column].parse().expect(&row);
+            assert!(micros > 0.0, "{row}");
+        }
+    }
 }

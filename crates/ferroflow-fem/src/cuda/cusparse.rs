@@ -1,10 +1,12 @@
 //! cuSPARSE's SpMV on the solver's pressure matrix, for the benchmark's comparison only (the
 //! solver never uses it: its sums would not be the CPU's). cuSPARSE takes the whole scaled
-//! matrix S A S in CSR with 32-bit indices, the diagonal among each row's entries.
+//! matrix S A S in CSR with 32-bit indices, the diagonal among each row's entries, in the
+//! solver's precision.
+use super::DeviceReal;
 use cudarc::cusparse::sys as cs;
 use ferroflow_core::BackendError;
 use ferroflow_cuda::cudarc::driver::{CudaSlice, CudaStream};
-use ferroflow_cuda::{address, median, Check, Device, Timer};
+use ferroflow_cuda::{address, median, Check, Device, Scalar, Timer};
 use std::ffi::c_void;
 
 fn ptr<T>(v: &CudaSlice<T>, stream: &CudaStream) -> *mut c_void {
@@ -26,13 +28,13 @@ fn ok(op: &str, status: cs::cusparseStatus_t) -> Result<(), BackendError> {
 
 /// The rows of S A S: per row its off-diagonal entries (`offsets`, `columns`, values `h`) and
 /// the diagonal `diagonal`, scaled by `s` on both sides, in column order.
-fn full_matrix(
+fn full_matrix<R: DeviceReal>(
     offsets: &[u32],
     columns: &[u32],
-    h: &[f64],
-    diagonal: &[f64],
-    s: &[f64],
-) -> (Vec<i32>, Vec<i32>, Vec<f64>) {
+    h: &[R],
+    diagonal: &[R],
+    s: &[R],
+) -> (Vec<i32>, Vec<i32>, Vec<R>) {
     let n = diagonal.len();
     let (mut rows, mut cols, mut vals) = (vec![0i32], Vec::new(), Vec::new());
     for i in 0..n {
@@ -53,15 +55,23 @@ fn full_matrix(
     (rows, cols, vals)
 }
 
-/// Median seconds of cuSPARSE's SpMV (its default algorithm) of S A S, samples of `launches`
-/// products after a warm-up.
-pub(crate) fn time_spmv(
+/// cuSPARSE's name of the values' type `R`.
+fn data_type<R: DeviceReal>() -> cs::cudaDataType {
+    match R::SCALAR {
+        Scalar::F64 => cs::cudaDataType::CUDA_R_64F,
+        Scalar::F32 => cs::cudaDataType::CUDA_R_32F,
+    }
+}
+
+/// Median seconds of cuSPARSE's SpMV (its default algorithm) of S A S in precision `R`,
+/// samples of `launches` products after a warm-up.
+pub(crate) fn time_spmv<R: DeviceReal>(
     device: &Device,
     offsets: &[u32],
     columns: &[u32],
-    h: &[f64],
-    diagonal: &[f64],
-    s: &[f64],
+    h: &[R],
+    diagonal: &[R],
+    s: &[R],
     launches: usize,
 ) -> Result<f64, BackendError> {
     // SAFETY: only tries to open the library by its names.
@@ -78,11 +88,11 @@ pub(crate) fn time_spmv(
     let rows = stream.clone_htod(&rows).check(what)?;
     let cols = stream.clone_htod(&cols).check(what)?;
     let vals = stream.clone_htod(&vals).check(what)?;
-    let x = stream.clone_htod(&vec![1.0f64; n]).check(what)?;
+    let x = stream.clone_htod(&vec![R::one(); n]).check(what)?;
     let y = stream
-        .alloc_zeros::<f64>(n)
+        .alloc_zeros::<R>(n)
         .check("allocating for cuSPARSE")?;
-    let (alpha, beta) = (1.0f64, 0.0f64);
+    let (alpha, beta, real) = (R::one(), R::zero(), data_type::<R>());
     let timer = Timer::new(device)?;
     // SAFETY: the descriptors point to the device arrays above, which outlive them; every
     // handle and descriptor is destroyed before returning.
@@ -110,25 +120,23 @@ pub(crate) fn time_spmv(
                     cs::cusparseIndexType_t::CUSPARSE_INDEX_32I,
                     cs::cusparseIndexType_t::CUSPARSE_INDEX_32I,
                     cs::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
-                    cs::cudaDataType::CUDA_R_64F,
+                    real,
                 ),
             )?;
             for (v, values) in [(&mut vx, &x), (&mut vy, &y)] {
                 let values = ptr(values, stream);
-                let created =
-                    cs::cusparseCreateDnVec(v, n as i64, values, cs::cudaDataType::CUDA_R_64F);
+                let created = cs::cusparseCreateDnVec(v, n as i64, values, real);
                 ok("create a vector", created)?;
             }
             let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
             let alg = cs::cusparseSpMVAlg_t::CUSPARSE_SPMV_ALG_DEFAULT;
-            let f64_type = cs::cudaDataType::CUDA_R_64F;
-            let one = (&alpha as *const f64).cast();
-            let zero = (&beta as *const f64).cast();
+            let one = (&alpha as *const R).cast();
+            let zero = (&beta as *const R).cast();
             let mut size = 0usize;
             ok(
                 "buffer size",
                 cs::cusparseSpMV_bufferSize(
-                    handle, op, one, matrix, vx, zero, vy, f64_type, alg, &mut size,
+                    handle, op, one, matrix, vx, zero, vy, real, alg, &mut size,
                 ),
             )?;
             let buffer = stream
@@ -138,7 +146,7 @@ pub(crate) fn time_spmv(
             let product = || {
                 ok(
                     "SpMV",
-                    cs::cusparseSpMV(handle, op, one, matrix, vx, zero, vy, f64_type, alg, buf),
+                    cs::cusparseSpMV(handle, op, one, matrix, vx, zero, vy, real, alg, buf),
                 )
             };
             let sample = || timer.seconds(stream, || (0..launches).try_for_each(|_| product()));

@@ -502,10 +502,10 @@ impl<R: DeviceReal> CudaFractional<R> {
     }
 }
 
-impl CudaFractional<f64> {
+impl<R: DeviceReal> CudaFractional<R> {
     /// Median seconds of cuSPARSE's SpMV on the last step's scaled pressure matrix (whole, in
-    /// CSR), samples of `launches` products, for comparison with [`CudaFractional::time_spmv`]
-    /// (f64, the benchmark's precision).
+    /// CSR, in precision `R`), samples of `launches` products, for comparison with
+    /// [`CudaFractional::time_spmv`].
     pub fn time_cusparse(&self, launches: usize) -> Result<f64, BackendError> {
         let stream = &self.device.stream;
         let reals = &self.reals;

@@ -136,3 +136,32 @@ pub fn assert_diverges(cmd: &mut Command, out: &Path, message: &str) {
     assert_eq!(summary(&partial)["status"], "diverged");
     assert!(!partial.join("fields.vtu").exists());
 }
+
+/// The standard output of `cmd`, which must succeed (its output and error shown if not).
+pub fn stdout_of(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// `bench --fem 4 --precision f64,f32` with `args` in `dir`: its row of the 4³ cube (125
+/// nodes) in f64 and in f32, each printed once, both at f32's finest CG tolerance (32 ε).
+pub fn fem_bench_rows(dir: &Path, args: &[&str]) -> [String; 2] {
+    let cmd = &mut ferroflow(dir);
+    let text = stdout_of(
+        cmd.args(["bench", "--fem", "4", "--precision", "f64,f32"])
+            .args(args),
+    );
+    assert!(text.contains("CG tolerance 3.814697265625e-6"), "{text}");
+    ["f64", "f32"].map(|precision| {
+        let row = format!("| 4 | {precision} | 125 | ");
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with(&row)).collect();
+        assert_eq!(rows.len(), 1, "{text}");
+        rows[0].to_string()
+    })
+}
