@@ -139,6 +139,12 @@ mod tests {
                 local_time_steps: true,
                 ..Controls::default()
             },
+            // The DFG case's local steps at twice the stable estimate.
+            Controls {
+                local_time_steps: true,
+                cfl: 2.0,
+                ..Controls::default()
+            },
         ] {
             let other = steady(controls);
             let apart = (one.u_profile.iter().zip(&other.u_profile))
