@@ -794,7 +794,7 @@ fn bench_case<R: Real>(
         String::new()
     };
     println!(
-        "{:<4} {dim}D {:>15} {:>4} {:>9.3} G node-updates/s {:>6.1}% of roofline{caveat} ({:.1}-{:.1} %{copy}) {:>9.3} ms/iteration  ({:.0} B/node; halo {:.2} MB/iteration; {iters} iterations x {}; {what})",
+        "{:<4} {dim}D {:>15} {:>4} {:>9.3} G node-updates/s {:>6.1}% of roofline{caveat} (repetitions {:.1}-{:.1} %{copy}) {:>9.3} ms/iteration  ({:.0} B/node; halo {:.2} MB/iteration; {iters} iterations x {}; {what})",
         value_name(args.backend),
         format!("{:?}", &problem.layout.n[..dim]),
         R::NAME,
