@@ -7,9 +7,8 @@
 //! them, 8 read and 8 written per value; the write-allocate's reads are not counted, nor are
 //! they in the pass's bytes per node. It is not `copy_from_slice`: glibc's memcpy copies a
 //! chunk of 2 KiB to 1 MiB (the L2 cache on AMD) with `rep movsb`, which the processor may
-//! carry out without the write-allocate. On the 2-core development machine that copy gave
-//! 27–30 GB/s in some runs and 43–45 GB/s in others, the ratio of a copy by non-temporal
-//! stores to one by ordinary stores there (BENCHMARKS.md).
+//! carry out without the write-allocate; on the 2-core development machine that copy gave
+//! 27–30 GB/s in some runs and 43–45 GB/s in others (BENCHMARKS.md).
 use rayon::prelude::*;
 use std::time::Instant;
 
