@@ -4,7 +4,11 @@
 //! the edge-based finite elements' momentum pass and pressure matrix–vector product against
 //! the same roofline, and their time per step; with `--fv`, the finite-volume solver's face and
 //! cell loops; with `--implicit`, the CPU's implicit iteration phase by phase.
+mod copy;
 mod implicit;
+
+pub(crate) use copy::cpu_copy_bandwidth;
+use copy::{interleaved, paired_shares, Copies, Spread};
 
 use crate::backends::{cuda_probe, halo_route, make_backend};
 use crate::run::value_name;
@@ -23,7 +27,6 @@ use ferroflow_core::{Backend, Real};
 use ferroflow_fem::cuda::DeviceReal;
 use ferroflow_fem::fractional::Controls;
 use ferroflow_fem::lid_cube::cube;
-use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -668,31 +671,6 @@ fn unstructured_pool(args: &BenchArgs) -> Result<(rayon::ThreadPool, f64), Failu
     Ok((pool, bw))
 }
 
-/// Copy bandwidth (bytes read + written per second) of a parallel copy of 2 × 256 MiB.
-pub(crate) fn cpu_copy_bandwidth(pool: &rayon::ThreadPool, repeats: usize) -> f64 {
-    let n = 32 << 20;
-    let src = vec![1.0f64; n];
-    let mut dst = vec![0.0f64; n];
-    let chunk = 1 << 16;
-    // One untimed copy first: it maps the destination's pages.
-    let mut t: Vec<f64> = (0..=repeats.max(1))
-        .map(|_| {
-            let start = Instant::now();
-            pool.install(|| {
-                dst.par_chunks_mut(chunk)
-                    .zip(src.par_chunks(chunk))
-                    .for_each(|(d, s)| d.copy_from_slice(s))
-            });
-            start.elapsed().as_secs_f64()
-        })
-        .collect();
-    let mut t = t.split_off(1);
-    t.sort_by(f64::total_cmp);
-    let secs = t[t.len() / 2];
-    std::hint::black_box(&dst);
-    (2 * n * 8) as f64 / secs
-}
-
 /// The benchmark problem on `n` nodes per axis: the lid-driven cavity, or with `--energy` the
 /// built-in buoyancy-driven cavity (one more variable).
 fn problem<R: Real>(args: &BenchArgs, dim: usize, n: usize) -> Result<Problem<R>, Failure> {
@@ -820,11 +798,13 @@ fn cache_size(text: &str) -> Option<u64> {
     text[..digits].parse::<u64>().ok()?.checked_mul(1 << shift)
 }
 
+/// One grid in precision `R`: the repetitions timed with `copies` sampled before the first and
+/// after each, each repetition's share of the roofline from the copies beside it; one line.
 fn bench_case<R: Real>(
     args: &BenchArgs,
     dim: usize,
     n: usize,
-    (bandwidth, cache_bytes): (f64, f64),
+    (copies, cache_bytes): (&mut Copies, f64),
     world: &World,
 ) -> Result<(), Failure> {
     let problem = problem::<R>(args, dim, n)?;
@@ -838,16 +818,33 @@ fn bench_case<R: Real>(
     })?;
     let secs = world.each(secs).into_iter().fold(0.0, f64::max);
     iters = ((args.seconds / secs * iters as f64) as usize).clamp(2, 1_000_000);
-    let secs = median_seconds(args.repeats, || {
-        backend.advance(iters).map(|_| ()).map_err(Failure::runtime)
-    })?;
+    let (seconds, copied) = interleaved(
+        args.repeats.max(1),
+        || copies.sample(),
+        || {
+            median_seconds(1, || {
+                backend.advance(iters).map(|_| ()).map_err(Failure::runtime)
+            })
+        },
+    )?;
     if !world.is_root() {
         return Ok(());
     }
-    let rate = nodes * iters as f64 / secs;
+    let rates: Vec<f64> = seconds.iter().map(|s| nodes * iters as f64 / s).collect();
+    let rate = Spread::of(&rates).median;
     let halo = halo_bytes::<R>(&problem, args);
     let bytes = (2 * problem.equations() * R::BYTES) as f64;
-    let roofline = bandwidth / bytes;
+    let share = Spread::of(&paired_shares(&rates, &copied, bytes));
+    let copy = Spread::of(&copied);
+    let copy = match copies {
+        Copies::Beside { .. } => format!(
+            "; copy {:.2} GB/s, {:.2}-{:.2}",
+            copy.median / 1e9,
+            copy.min / 1e9,
+            copy.max / 1e9
+        ),
+        Copies::Once(_) => String::new(),
+    };
     let state = bytes * problem.layout.len as f64;
     let caveat = if state < CACHE_FACTOR * cache_bytes {
         format!(
@@ -859,13 +856,15 @@ fn bench_case<R: Real>(
         String::new()
     };
     println!(
-        "{:<4} {dim}D {:>15} {:>4} {:>9.3} G node-updates/s {:>6.1}% of roofline{caveat} {:>9.3} ms/iteration  ({:.0} B/node; halo {:.2} MB/iteration; {iters} iterations x {}; {what})",
+        "{:<4} {dim}D {:>15} {:>4} {:>9.3} G node-updates/s {:>6.1}% of roofline{caveat} (repetitions {:.1}-{:.1} %{copy}) {:>9.3} ms/iteration  ({:.0} B/node; halo {:.2} MB/iteration; {iters} iterations x {}; {what})",
         value_name(args.backend),
         format!("{:?}", &problem.layout.n[..dim]),
         R::NAME,
         rate / 1e9,
-        100.0 * rate / roofline,
-        1e3 * secs / iters as f64,
+        100.0 * share.median,
+        100.0 * share.min,
+        100.0 * share.max,
+        1e3 * nodes / rate,
         bytes,
         halo / 1e6,
         args.repeats
@@ -991,24 +990,27 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
         }
     }
     // Under MPI the first process measures the machine and speaks; the others only iterate.
-    let machine = if !world.is_root() {
-        (0.0, 0.0)
+    let (mut copies, cache) = if !world.is_root() {
+        (Copies::Once(0.0), 0.0)
     } else if args.backend == BackendKind::Cpu {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(args.threads)
-            .build()
-            .map_err(Failure::runtime)?;
-        let bw = cpu_copy_bandwidth(&pool, args.repeats);
+        let pool = ferroflow_cpu::pool(args.threads).map_err(Failure::runtime)?;
+        let threads = pool.current_num_threads();
+        let mut copies = Copies::cpu(pool);
         let known = cpu_last_level_cache(Path::new("/sys/devices/system/cpu"));
         let cache = known.unwrap_or(DEFAULT_CACHE_BYTES) as f64;
         println!(
-            "cpu: {} threads; copy bandwidth {:.2} GB/s (bytes read + written); last-level cache {:.1} MB{}",
-            pool.current_num_threads(),
-            bw / 1e9,
+            "cpu: {threads} threads; copy bandwidth {:.2} GB/s (ordinary stores, bytes read + \
+             written; sampled again before the first repetition of each grid and after every \
+             one, each share divided by the two beside it); last-level cache {:.1} MB{}",
+            copies.sample() / 1e9,
             cache / 1e6,
-            if known.is_none() { " (assumed: sysfs does not say)" } else { "" }
+            if known.is_none() {
+                " (assumed: sysfs does not say)"
+            } else {
+                ""
+            }
         );
-        (bw, cache)
+        (copies, cache)
     } else {
         let device = ferroflow_cuda::probe().map_err(Failure::input)?;
         let bw =
@@ -1029,14 +1031,18 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
         }
         let l2 = ferroflow_cuda::l2_cache_bytes(args.device).map_err(Failure::runtime)?;
         println!("L2 cache {:.1} MB", l2 as f64 / 1e6);
-        (bw, l2 as f64)
+        (Copies::Once(bw), l2 as f64)
     };
     for (dim, sizes) in [(2, &args.n2d), (3, &args.n3d)] {
         for &n in sizes.iter() {
             for p in &args.precision {
                 match p {
-                    Precision::F64 => bench_case::<f64>(&args, dim, n, machine, &world)?,
-                    Precision::F32 => bench_case::<f32>(&args, dim, n, machine, &world)?,
+                    Precision::F64 => {
+                        bench_case::<f64>(&args, dim, n, (&mut copies, cache), &world)?
+                    }
+                    Precision::F32 => {
+                        bench_case::<f32>(&args, dim, n, (&mut copies, cache), &world)?
+                    }
                 }
             }
         }
