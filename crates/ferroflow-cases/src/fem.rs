@@ -31,6 +31,15 @@ pub enum SolverKind {
     FiniteVolume,
 }
 
+/// The tightest CG tolerance the finite elements reach in `precision` (32 ε of it): below it
+/// a solve would stall at its round-off, so finer ones are refused.
+pub fn finest_cg_tolerance(precision: Precision) -> f64 {
+    match precision {
+        Precision::F64 => finest_tolerance::<f64>(),
+        Precision::F32 => finest_tolerance::<f32>(),
+    }
+}
+
 /// The solver a case's TOML `text` from `origin` asks for; a value that is none of them is
 /// an error naming the key.
 pub fn solver_of(text: &str, origin: &str) -> Result<SolverKind, CaseError> {
@@ -445,16 +454,15 @@ impl FemCase {
         }
         // Below a few ε a solve would stall at its round-off, or stop on the recurrence's
         // drift: refused rather than met in appearance only.
-        let (precision, finest) = match self.backend.precision {
-            Precision::F64 => ("f64", finest_tolerance::<f64>()),
-            Precision::F32 => ("f32", finest_tolerance::<f32>()),
-        };
+        let precision = self.backend.precision;
+        let finest = finest_cg_tolerance(precision);
         if t < finest {
             return bad(
                 "numerics.cg_tolerance",
                 format!(
-                    "{t:e}: below what backend.precision = \"{precision}\" can reach; at least \
-                     {finest:.1e} (32 ε)"
+                    "{t:e}: below what backend.precision = \"{}\" can reach; at least \
+                     {finest:.1e} (32 ε)",
+                    precision.name()
                 ),
             );
         }

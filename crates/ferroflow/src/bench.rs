@@ -22,6 +22,7 @@ use ferroflow_cases::case::{
     ParallelSpec, Precision, BUILTIN,
 };
 use ferroflow_cases::cavity;
+use ferroflow_cases::fem::finest_cg_tolerance;
 use ferroflow_core::decomposition::Decomposition;
 use ferroflow_core::{Backend, Real};
 use ferroflow_fem::cuda::DeviceReal;
@@ -228,11 +229,7 @@ const FEM_STEPS: usize = 10;
 /// `precisions` cannot reach it, that precision's finest (32 ε): one tolerance, so that the
 /// precisions' times per step compare.
 fn fem_cg_tolerance(precisions: &[Precision]) -> f64 {
-    use ferroflow_fem::cg::finest_tolerance;
-    let finest = precisions.iter().map(|p| match p {
-        Precision::F64 => finest_tolerance::<f64>(),
-        Precision::F32 => finest_tolerance::<f32>(),
-    });
+    let finest = precisions.iter().map(|&p| finest_cg_tolerance(p));
     finest.fold(Controls::default().cg_tolerance, f64::max)
 }
 
@@ -646,14 +643,17 @@ pub(crate) fn median_seconds(
     repeats: usize,
     mut f: impl FnMut() -> Result<(), Failure>,
 ) -> Result<f64, Failure> {
-    let mut t = Vec::new();
-    for _ in 0..repeats.max(1) {
-        let start = Instant::now();
-        f()?;
-        t.push(start.elapsed().as_secs_f64());
-    }
-    t.sort_by(f64::total_cmp);
-    Ok(t[t.len() / 2])
+    let t: Vec<f64> = (0..repeats.max(1))
+        .map(|_| seconds_of(&mut f))
+        .collect::<Result<_, _>>()?;
+    Ok(Spread::of(&t).median)
+}
+
+/// Seconds one call of `f` takes.
+fn seconds_of(f: impl FnOnce() -> Result<(), Failure>) -> Result<f64, Failure> {
+    let start = Instant::now();
+    f()?;
+    Ok(start.elapsed().as_secs_f64())
 }
 
 /// The pool `--fem` and `--fv` time their loops on and its copy bandwidth, printed.
@@ -821,11 +821,7 @@ fn bench_case<R: Real>(
     let (seconds, copied) = interleaved(
         args.repeats.max(1),
         || copies.sample(),
-        || {
-            median_seconds(1, || {
-                backend.advance(iters).map(|_| ()).map_err(Failure::runtime)
-            })
-        },
+        || seconds_of(|| backend.advance(iters).map(|_| ()).map_err(Failure::runtime)),
     )?;
     if !world.is_root() {
         return Ok(());
@@ -996,13 +992,25 @@ pub fn bench(mut args: BenchArgs) -> Result<(), Failure> {
         let pool = ferroflow_cpu::pool(args.threads).map_err(Failure::runtime)?;
         let threads = pool.current_num_threads();
         let mut copies = Copies::cpu(pool);
+        let bandwidth = copies.sample();
+        // Between an MPI run's repetitions the other processes wait in their exchanges, on
+        // cores a copy would share: there the copy is measured once, here.
+        let beside = world.rank_size().1 == 1;
+        if !beside {
+            copies = Copies::Once(bandwidth);
+        }
         let known = cpu_last_level_cache(Path::new("/sys/devices/system/cpu"));
         let cache = known.unwrap_or(DEFAULT_CACHE_BYTES) as f64;
         println!(
             "cpu: {threads} threads; copy bandwidth {:.2} GB/s (ordinary stores, bytes read + \
-             written; sampled again before the first repetition of each grid and after every \
-             one, each share divided by the two beside it); last-level cache {:.1} MB{}",
-            copies.sample() / 1e9,
+             written{}); last-level cache {:.1} MB{}",
+            bandwidth / 1e9,
+            match beside {
+                true =>
+                    "; sampled again before the first repetition of each grid and after \
+                         every one, each share divided by the two beside it",
+                false => "; measured once, as the other processes would wait beside a copy",
+            },
             cache / 1e6,
             if known.is_none() {
                 " (assumed: sysfs does not say)"

@@ -12,10 +12,10 @@ use ferroflow_ac::{Implicit, Method, Numerics};
 use ferroflow_cases::case::{
     BackendKind, BackendSpec, ConvectionKind, DifferencesKind, ParallelSpec, Precision,
 };
+use ferroflow_cases::fem::finest_cg_tolerance;
 use ferroflow_cases::mms::{finest_orders, study, Manufactured, MmsRow};
 use ferroflow_cases::summary::{self, Summary};
 use ferroflow_core::decomposition::Decomposition;
-use ferroflow_fem::cg::finest_tolerance;
 use ferroflow_fem::ethier_steinman::LevelResult;
 use ferroflow_fem::fractional::Controls;
 use ferroflow_mesh::generate::BoxCells;
@@ -729,14 +729,6 @@ impl EthierStudy {
         };
         r.map_err(Failure::runtime)
     }
-
-    /// The tightest CG tolerance the precision reaches (32 ε).
-    fn finest_tolerance(&self) -> f64 {
-        match self.precision {
-            Precision::F64 => finest_tolerance::<f64>(),
-            Precision::F32 => finest_tolerance::<f32>(),
-        }
-    }
 }
 
 /// The Ethier–Steinman study (see [`VerifyCommand::EthierSteinman`]), its tables printed and
@@ -760,7 +752,7 @@ fn ethier_steinman(
             "--cg-tolerance {tolerance}: between 0 and 1"
         )));
     }
-    let finest = study.finest_tolerance();
+    let finest = finest_cg_tolerance(study.precision);
     if tolerance < finest {
         return Err(Failure::input(format!(
             "--cg-tolerance {tolerance:e}: below what --precision {} can reach; at least \

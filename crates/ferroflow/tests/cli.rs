@@ -1760,16 +1760,7 @@ fn fourth_order_differences_run_on_cpu_blocks_and_are_refused_with_skew_symmetri
 #[test]
 fn meshes_are_generated_checked_measured_and_converted() {
     let tmp = TempDir::new().unwrap();
-    let ok = |args: &[&str]| {
-        let out = ferroflow(tmp.path()).args(args).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        text
-    };
+    let ok = |args: &[&str]| stdout_of(ferroflow(tmp.path()).args(args));
     ok(&[
         "mesh",
         "generate",

@@ -500,9 +500,7 @@ impl<R: DeviceReal> CudaFractional<R> {
         let u = u.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
         Ok((u, p))
     }
-}
 
-impl<R: DeviceReal> CudaFractional<R> {
     /// Median seconds of cuSPARSE's SpMV on the last step's scaled pressure matrix (whole, in
     /// CSR, in precision `R`), samples of `launches` products, for comparison with
     /// [`CudaFractional::time_spmv`].

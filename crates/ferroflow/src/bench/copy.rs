@@ -66,8 +66,8 @@ impl CopyProbe {
 
 /// The copy bandwidth a bench's shares of the roofline divide by.
 pub(crate) enum Copies {
-    /// Measured once: a GPU's device-to-device copy, or nothing on an MPI process that does
-    /// not report.
+    /// Measured once: a GPU's device-to-device copy, the CPU's in an MPI run, or nothing on
+    /// an MPI process that does not report.
     Once(f64),
     /// The CPU's, sampled again beside every timed repetition on a pool built as the solver's.
     Beside {
