@@ -7,6 +7,9 @@ pub trait Real: Float + Send + Sync + Default + Debug + Display + 'static {
     const NAME: &'static str;
     /// Size in bytes (for traffic and roofline accounting).
     const BYTES: usize = std::mem::size_of::<Self>();
+    /// The values one 64-byte vector register holds (8 f64 or 16 f32): the nodes the CPU's
+    /// explicit pass computes at once.
+    type Vector: Copy + Default + Send + Sync + AsRef<[Self]> + AsMut<[Self]>;
     /// Converts an `f64` constant (rounding for `f32`).
     fn of(x: f64) -> Self;
     /// Widens to `f64` (exact).
@@ -15,6 +18,7 @@ pub trait Real: Float + Send + Sync + Default + Debug + Display + 'static {
 
 impl Real for f64 {
     const NAME: &'static str = "f64";
+    type Vector = [f64; 8];
     #[inline(always)]
     fn of(x: f64) -> Self {
         x
@@ -27,6 +31,7 @@ impl Real for f64 {
 
 impl Real for f32 {
     const NAME: &'static str = "f32";
+    type Vector = [f32; 16];
     #[inline(always)]
     fn of(x: f64) -> Self {
         x as f32

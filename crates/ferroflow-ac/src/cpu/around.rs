@@ -2,22 +2,22 @@
 //! [`Around`], so each formula exists once whether a neighbour is found by its offset from
 //! any node ([`Offsets`]) or through pointers fixed for a whole row ([`RowPointers`]).
 //!
-//! The row pointers are for the vectorised explicit pass: with offsets, LLVM computed each
-//! neighbour's address from a vector of node offsets kept on the stack (a load, an add and
-//! a move to a general register per neighbour: 35–38 of the 266–271 instructions per vector of
-//! nodes of the 3D loop's AVX-512 build). With a pointer per neighbour row and the node's
-//! place in the row as the one index, an address is that pointer (a register, or one load)
-//! plus the index: the loop takes 223–224 instructions (and no longer stores the residuals,
-//! which only the norms' pass does now).
+//! The row pointers are for the vectorised explicit pass, which reads a vector of consecutive
+//! nodes ([`RowNodes`]) at once: with offsets, LLVM computed each neighbour's address from a
+//! vector of node offsets kept on the stack (a load, an add and a move to a general register
+//! per neighbour: 35–38 of the 266–271 instructions per vector of nodes of the 3D loop's
+//! AVX-512 build). With a pointer per neighbour row and the node's place in the row as the one
+//! index, an address is that pointer (a register, or one load) plus the index.
+use crate::cpu::lanes::{Isa, Lanes};
 use crate::cpu::step::{at, V};
 use ferroflow_core::Real;
 
-/// The state around one node.
-pub(crate) trait Around<R> {
+/// The state around one node (`X` a number) or a vector of nodes (`X` a [`Lanes`]).
+pub(crate) trait Around<X> {
     /// Variable `v` at `k` nodes from the node along axis `d` (`k = 0`: the node itself).
-    fn q(&self, v: usize, d: usize, k: isize) -> R;
+    fn q(&self, v: usize, d: usize, k: isize) -> X;
     /// Variable `v` of the source term at the node.
-    fn src(&self, v: usize) -> R;
+    fn src(&self, v: usize) -> X;
 }
 
 /// The node at offset `o` of arrays laid out with strides `st`.
@@ -58,13 +58,14 @@ pub(crate) struct RowPointers<'a, R> {
     arrays: [&'a [R]; V],
 }
 
-/// The node at index `t` of a row of [`RowPointers`].
+/// The [`Lanes::WIDTH`] nodes from index `t` of a row of [`RowPointers`], as vectors of
+/// instruction set `I`.
 #[derive(Clone, Copy)]
-pub(crate) struct RowNode<'a, R> {
+pub(crate) struct RowNodes<'a, R, I> {
     rows: &'a RowPointers<'a, R>,
     t: usize,
+    isa: std::marker::PhantomData<I>,
 }
-
 impl<'a, R: Real> RowPointers<'a, R> {
     /// The rows around the row whose first node is at offset `start` of arrays `q` and `src`
     /// (empty slices for variables they lack), laid out with strides `st`.
@@ -89,16 +90,20 @@ impl<'a, R: Real> RowPointers<'a, R> {
         }
     }
 
-    /// The node at index `t` of the row.
+    /// The [`Lanes::WIDTH`] nodes from index `t` of the row.
     #[inline(always)]
-    pub(crate) fn node(&self, t: usize) -> RowNode<'_, R> {
-        RowNode { rows: self, t }
+    pub(crate) fn nodes<I>(&self, t: usize) -> RowNodes<'_, R, I> {
+        RowNodes {
+            rows: self,
+            t,
+            isa: std::marker::PhantomData,
+        }
     }
 }
 
-impl<R: Copy> Around<R> for RowNode<'_, R> {
+impl<R: Real, I: Isa> Around<Lanes<R, I>> for RowNodes<'_, R, I> {
     #[inline(always)]
-    fn q(&self, v: usize, d: usize, k: isize) -> R {
+    fn q(&self, v: usize, d: usize, k: isize) -> Lanes<R, I> {
         debug_assert!(k != 0 || d == 0);
         let t = self.t as isize;
         // SAFETY: the rows were formed from the arrays the stencil reads, and the stencil's
@@ -111,14 +116,15 @@ impl<R: Copy> Around<R> for RowNode<'_, R> {
                     self.rows.across[v][d - 1][i].offset(t)
                 }
             };
-            debug_assert!(self.rows.arrays[v].as_ptr_range().contains(&p));
-            *p
+            let range = self.rows.arrays[v].as_ptr_range();
+            debug_assert!(range.start <= p && p.wrapping_add(Lanes::<R, I>::WIDTH) <= range.end);
+            Lanes::load(p)
         }
     }
 
     #[inline(always)]
-    fn src(&self, v: usize) -> R {
-        // SAFETY: as above.
-        unsafe { *self.rows.src[v].add(self.t) }
+    fn src(&self, v: usize) -> Lanes<R, I> {
+        // SAFETY: as above (the source has the state's layout).
+        unsafe { Lanes::load(self.rows.src[v].add(self.t)) }
     }
 }

@@ -1,58 +1,98 @@
 //! Pointwise formulas of the artificial-compressibility scheme. Each exists once here and once
 //! as a `__device__` twin of the same name in the CUDA kernels.
 use ferroflow_core::Real;
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+/// What the formulas compute on: a number of the working precision, or a vector of them (one
+/// per node, `cpu::lanes`), with the same IEEE operations.
+pub trait Arith:
+    Copy
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+{
+    /// An `f64` constant, rounded to the working precision.
+    fn of(x: f64) -> Self;
+    /// The absolute value.
+    fn abs(self) -> Self;
+    /// The correctly rounded square root.
+    fn sqrt(self) -> Self;
+    /// The larger value; of a NaN and a number, the number (as `f64::max`).
+    fn max(self, other: Self) -> Self;
+}
+
+impl<R: Real> Arith for R {
+    #[inline(always)]
+    fn of(x: f64) -> Self {
+        Real::of(x)
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        num_traits::Float::abs(self)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        num_traits::Float::sqrt(self)
+    }
+    #[inline(always)]
+    fn max(self, other: Self) -> Self {
+        num_traits::Float::max(self, other)
+    }
+}
 
 /// Local artificial compressibility β² = max(|u|², κ U_ref²): follows the flow speed, but
 /// never drops below the floor `beta2_min = κ U_ref²` (stagnation regions would stall).
 #[inline(always)]
-pub fn local_beta2<R: Real>(speed2: R, beta2_min: R) -> R {
+pub fn local_beta2<X: Arith>(speed2: X, beta2_min: X) -> X {
     speed2.max(beta2_min)
 }
 
 /// Spectral radius of the inviscid flux Jacobian along one axis: |u| + sqrt(u² + β²).
 #[inline(always)]
-pub fn spectral_radius<R: Real>(u: R, beta2: R) -> R {
+pub fn spectral_radius<X: Arith>(u: X, beta2: X) -> X {
     u.abs() + (u * u + beta2).sqrt()
 }
 
 /// Fourth difference `p[-2] - 4 p[-1] + 6 p[0] - 4 p[1] + p[2]` (≈ h⁴ ∂⁴p/∂x⁴).
 #[inline(always)]
-pub fn fourth_difference<R: Real>(m2: R, m1: R, c: R, p1: R, p2: R) -> R {
-    (m2 + p2) - R::of(4.0) * (m1 + p1) + R::of(6.0) * c
+pub fn fourth_difference<X: Arith>(m2: X, m1: X, c: X, p1: X, p2: X) -> X {
+    (m2 + p2) - X::of(4.0) * (m1 + p1) + X::of(6.0) * c
 }
 
 /// Central first derivative (p1 - m1) / 2h, with `inv_2h` = 1 / 2h.
 #[inline(always)]
-pub fn central_difference<R: Real>(m1: R, p1: R, inv_2h: R) -> R {
+pub fn central_difference<X: Arith>(m1: X, p1: X, inv_2h: X) -> X {
     (p1 - m1) * inv_2h
 }
 
 /// Central second derivative (m1 - 2c + p1) / h², with `inv_h2` = 1 / h².
 #[inline(always)]
-pub fn second_difference<R: Real>(m1: R, c: R, p1: R, inv_h2: R) -> R {
+pub fn second_difference<X: Arith>(m1: X, c: X, p1: X, inv_h2: X) -> X {
     (m1 + p1 - (c + c)) * inv_h2
 }
 
 /// Fourth-order central first derivative (8 (p1 - m1) - (p2 - m2)) / 12h, with `inv_2h` =
 /// 1 / 2h.
 #[inline(always)]
-pub fn central_difference_4<R: Real>(m2: R, m1: R, p1: R, p2: R, inv_2h: R) -> R {
-    (R::of(8.0) * (p1 - m1) - (p2 - m2)) * inv_2h * R::of(1.0 / 6.0)
+pub fn central_difference_4<X: Arith>(m2: X, m1: X, p1: X, p2: X, inv_2h: X) -> X {
+    (X::of(8.0) * (p1 - m1) - (p2 - m2)) * inv_2h * X::of(1.0 / 6.0)
 }
 
 /// Fourth-order central second derivative (16 (m1 + p1) - (m2 + p2) - 30 c) / 12h², with
 /// `inv_h2` = 1 / h².
 #[inline(always)]
-pub fn second_difference_4<R: Real>(m2: R, m1: R, c: R, p1: R, p2: R, inv_h2: R) -> R {
-    (R::of(16.0) * (m1 + p1) - (m2 + p2) - R::of(30.0) * c) * inv_h2 * R::of(1.0 / 12.0)
+pub fn second_difference_4<X: Arith>(m2: X, m1: X, c: X, p1: X, p2: X, inv_h2: X) -> X {
+    (X::of(16.0) * (m1 + p1) - (m2 + p2) - X::of(30.0) * c) * inv_h2 * X::of(1.0 / 12.0)
 }
 
 /// Cubic extrapolation to the node beyond `a` from four nodes `a, b, c, d` going inward: the
 /// ghost velocities (and temperatures) the fourth-order differences next to a wall read,
 /// exact for cubics.
 #[inline(always)]
-pub fn extrapolate_cubic<R: Real>(a: R, b: R, c: R, d: R) -> R {
-    R::of(4.0) * (a + c) - R::of(6.0) * b - d
+pub fn extrapolate_cubic<X: Arith>(a: X, b: X, c: X, d: X) -> X {
+    X::of(4.0) * (a + c) - X::of(6.0) * b - d
 }
 
 /// Rate of the local pseudo-time step, `Σ λ_d / h_d + 2 ν Σ 1 / h_d² + Σ λ_d² / 4ν`, so that
@@ -65,29 +105,29 @@ pub fn extrapolate_cubic<R: Real>(a: R, b: R, c: R, d: R) -> R {
 /// With the energy equation the diffusive terms use the faster diffusion, `max(ν, α)`, and
 /// the cell-Péclet term the slower one, `min(ν, α)` (per-run constants, see `Coefficients`).
 #[inline(always)]
-pub fn time_step_rate<R: Real>(sum_lambda_over_h: R, viscous_rate: R, peclet_rate: R) -> R {
+pub fn time_step_rate<X: Arith>(sum_lambda_over_h: X, viscous_rate: X, peclet_rate: X) -> X {
     sum_lambda_over_h + viscous_rate + peclet_rate
 }
 
 /// Quadratic extrapolation to the node beyond `a` from three nodes `a, b, c` going inward:
 /// exact for parabolas, so the fourth difference next to a wall stays second-order consistent.
 #[inline(always)]
-pub fn extrapolate_quadratic<R: Real>(a: R, b: R, c: R) -> R {
-    R::of(3.0) * (a - b) + c
+pub fn extrapolate_quadratic<X: Arith>(a: X, b: X, c: X) -> X {
+    X::of(3.0) * (a - b) + c
 }
 
 /// Boussinesq buoyancy source of one momentum component, `coef · (T − T_ref)`, with `coef` the
 /// component of −β_T g⃗.
 #[inline(always)]
-pub fn buoyancy<R: Real>(coef: R, t: R, t_ref: R) -> R {
+pub fn buoyancy<X: Arith>(coef: X, t: X, t_ref: X) -> X {
     coef * (t - t_ref)
 }
 
 /// Wall value from the two nodes inside it with zero normal gradient, second order:
 /// (4 a − b) / 3 (the one-sided derivative (−3 T₀ + 4 a − b) / 2h vanishes).
 #[inline(always)]
-pub fn extrapolate_zero_gradient<R: Real>(a: R, b: R) -> R {
-    (R::of(4.0) * a - b) / R::of(3.0)
+pub fn extrapolate_zero_gradient<X: Arith>(a: X, b: X) -> X {
+    (X::of(4.0) * a - b) / X::of(3.0)
 }
 
 #[cfg(test)]

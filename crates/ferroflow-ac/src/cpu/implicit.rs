@@ -439,7 +439,7 @@ impl<R: Real, S: Real> Relaxer<R, S> {
                 // the nodes next to walls: the first and last of the row, or all of it.
                 for t in 0..len {
                     let (st, o) = (l.stride, start + first + t);
-                    let n = node_residual::<R, D, SRC, E, K, F>(c, &Offsets { q, src, st, o });
+                    let n = node_residual::<R, _, D, SRC, E, K, F>(c, &Offsets { q, src, st, o });
                     let w = n.rate * c.inv_cfl;
                     weight[t] = w;
                     for v in 0..equations {

@@ -47,6 +47,7 @@ mod around;
 mod boundary;
 pub mod formulas;
 mod implicit;
+mod lanes;
 mod rows;
 mod step;
 

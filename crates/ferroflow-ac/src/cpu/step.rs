@@ -5,6 +5,9 @@
 //! its transport and its buoyancy in the momentum equations to the same pass.
 use crate::cpu::around::{Around, Offsets, RowPointers};
 use crate::cpu::formulas::*;
+#[cfg(target_arch = "x86_64")]
+use crate::cpu::lanes::Avx512;
+use crate::cpu::lanes::{Isa, Lanes, Narrow};
 use crate::cpu::rows::RowTiles;
 use crate::implicit::{GaugeSums, LaneSum};
 use crate::Coefficients as Coeffs;
@@ -58,15 +61,9 @@ pub(crate) fn at<R: Copy>(a: &[R], o: usize) -> R {
     unsafe { *a.get_unchecked(o) }
 }
 
-/// Nodes per inner loop: residuals go to a stack buffer and are summed after each chunk, so
-/// the update loop carries no dependency and vectorises.
+/// Nodes whose squared residuals are summed before the row's sum takes them: the order of
+/// the sums, which the GPU's reduction follows.
 pub(crate) const CHUNK: usize = 64;
-
-/// Nodes the update loop's length is rounded up to: a whole number of vectors (8 f32 or two
-/// of 4 f64 with AVX2), so that no node of a row runs in the scalar remainder loop, which
-/// costs as much per node as a vector of nodes (seven scalar f32 nodes per 255-node row were
-/// a fifth of the 3D pass). A chunk of CHUNK nodes is such a number already.
-const LANES: usize = 8;
 
 /// Convection and Laplacian `∇²q` of the transported variable `m` (a velocity component or
 /// T) at node `a`, where it is `centre`, by central differences (with `F`, of fourth order).
@@ -75,29 +72,30 @@ const LANES: usize = 8;
 /// The advective form is a kernel of its own: computing the extra terms times 0 cost the 3D
 /// pass a fifth of its speed.
 #[inline(always)]
-fn transport<R: Real, const D: usize, const K: bool, const F: bool>(
+fn transport<R: Real, X: Arith + From<R>, const D: usize, const K: bool, const F: bool>(
     c: &Coeffs<R>,
-    a: &impl Around<R>,
+    a: &impl Around<X>,
     m: usize,
-    vel: &[R; D],
-    centre: R,
-) -> (R, R) {
-    let (mut conv, mut lap) = (R::zero(), R::zero());
+    vel: &[X; D],
+    centre: X,
+) -> (X, X) {
+    let (mut conv, mut lap) = (X::of(0.0), X::of(0.0));
     for d in 0..D {
         let (lo, hi) = (a.q(m, d, -1), a.q(m, d, 1));
+        let (inv_2h, inv_h2) = (X::from(c.inv_2h[d]), X::from(c.inv_h2[d]));
         if F {
             let (lo2, hi2) = (a.q(m, d, -2), a.q(m, d, 2));
-            conv = conv + vel[d] * central_difference_4(lo2, lo, hi, hi2, c.inv_2h[d]);
-            lap = lap + second_difference_4(lo2, lo, centre, hi, hi2, c.inv_h2[d]);
+            conv = conv + vel[d] * central_difference_4(lo2, lo, hi, hi2, inv_2h);
+            lap = lap + second_difference_4(lo2, lo, centre, hi, hi2, inv_h2);
         } else {
-            let advective = vel[d] * central_difference(lo, hi, c.inv_2h[d]);
+            let advective = vel[d] * central_difference(lo, hi, inv_2h);
             conv = conv + advective;
             if K {
                 let (u_lo, u_hi) = (a.q(1 + d, d, -1), a.q(1 + d, d, 1));
-                let divergence = central_difference(u_lo * lo, u_hi * hi, c.inv_2h[d]);
-                conv = conv + c.divergence * (divergence - advective);
+                let divergence = central_difference(u_lo * lo, u_hi * hi, inv_2h);
+                conv = conv + X::from(c.divergence) * (divergence - advective);
             }
-            lap = lap + second_difference(lo, centre, hi, c.inv_h2[d]);
+            lap = lap + second_difference(lo, centre, hi, inv_h2);
         }
     }
     (conv, lap)
@@ -106,7 +104,7 @@ fn transport<R: Real, const D: usize, const K: bool, const F: bool>(
 /// The first derivative of variable `v` along axis `d` at node `a`: central differences of
 /// second or (with `F`) fourth order.
 #[inline(always)]
-fn derivative<R: Real, const F: bool>(a: &impl Around<R>, v: usize, d: usize, inv_2h: R) -> R {
+fn derivative<X: Arith, const F: bool>(a: &impl Around<X>, v: usize, d: usize, inv_2h: X) -> X {
     match F {
         true => central_difference_4(
             a.q(v, d, -2),
@@ -119,19 +117,20 @@ fn derivative<R: Real, const F: bool>(a: &impl Around<R>, v: usize, d: usize, in
     }
 }
 
-/// What the fused pass computes at one interior node: every equation's residual (pseudo-time
-/// derivative) and the quantities its local time step and the implicit operator are made of.
-pub(crate) struct NodeResidual<R, const D: usize> {
+/// What the fused pass computes at one interior node (or, in `X`, at a vector of nodes): every
+/// equation's residual (pseudo-time derivative) and the quantities its local time step and the
+/// implicit operator are made of.
+pub(crate) struct NodeResidual<X, const D: usize> {
     /// Residual per equation: continuity, momentum per axis, energy (if solved).
-    pub r: [R; V],
+    pub r: [X; V],
     /// Rate of the local pseudo-time step: Δτ = cfl / rate.
-    pub rate: R,
+    pub rate: X,
     /// Velocity.
-    pub vel: [R; D],
+    pub vel: [X; D],
     /// Local artificial compressibility β².
-    pub beta2: R,
+    pub beta2: X,
     /// Spectral radius of the inviscid flux Jacobian per axis.
-    pub lam: [R; D],
+    pub lam: [X; D],
 }
 
 /// The residuals of the scheme at node `a` of the state (with `SRC`, plus the source term).
@@ -139,6 +138,7 @@ pub(crate) struct NodeResidual<R, const D: usize> {
 #[inline(always)]
 pub(crate) fn node_residual<
     R: Real,
+    X: Arith + From<R>,
     const D: usize,
     const SRC: bool,
     const E: bool,
@@ -146,40 +146,41 @@ pub(crate) fn node_residual<
     const F: bool,
 >(
     c: &Coeffs<R>,
-    a: &impl Around<R>,
-) -> NodeResidual<R, D> {
-    let mut r = [R::zero(); V];
-    let mut vel = [R::zero(); D];
-    let mut speed2 = R::zero();
+    a: &impl Around<X>,
+) -> NodeResidual<X, D> {
+    let mut r = [X::of(0.0); V];
+    let mut vel = [X::of(0.0); D];
+    let mut speed2 = X::of(0.0);
     for d in 0..D {
         vel[d] = a.q(1 + d, 0, 0);
         speed2 = speed2 + vel[d] * vel[d];
     }
-    let beta2 = local_beta2(speed2, c.beta2_min);
+    let beta2 = local_beta2(speed2, X::from(c.beta2_min));
     let pc = a.q(0, 0, 0);
-    let mut lam = [R::zero(); D];
-    let (mut sum_lh, mut sum_l2, mut diss, mut div) = (R::zero(), R::zero(), R::zero(), R::zero());
+    let mut lam = [X::of(0.0); D];
+    let (mut sum_lh, mut sum_l2, mut diss, mut div) =
+        (X::of(0.0), X::of(0.0), X::of(0.0), X::of(0.0));
     for d in 0..D {
         lam[d] = spectral_radius(vel[d], beta2);
-        let lh = lam[d] * c.inv_h[d];
+        let lh = lam[d] * X::from(c.inv_h[d]);
         sum_lh = sum_lh + lh;
         sum_l2 = sum_l2 + lam[d] * lam[d];
         let d4 = fourth_difference(a.q(0, d, -2), a.q(0, d, -1), pc, a.q(0, d, 1), a.q(0, d, 2));
         diss = diss + lh * d4;
-        div = div + derivative::<R, F>(a, 1 + d, d, c.inv_2h[d]);
+        div = div + derivative::<X, F>(a, 1 + d, d, X::from(c.inv_2h[d]));
     }
-    let rate = time_step_rate(sum_lh, c.viscous_rate, sum_l2 * c.inv_4nu);
-    r[0] = -beta2 * div - c.c4 * diss;
+    let rate = time_step_rate(sum_lh, X::from(c.viscous_rate), sum_l2 * X::from(c.inv_4nu));
+    r[0] = -beta2 * div - X::from(c.c4) * diss;
     if SRC {
         r[0] = r[0] + a.src(0);
     }
-    let tc = if E { a.q(1 + D, 0, 0) } else { R::zero() };
+    let tc = if E { a.q(1 + D, 0, 0) } else { X::of(0.0) };
     for m in 0..D {
-        let (conv, lap) = transport::<R, D, K, F>(c, a, 1 + m, &vel, vel[m]);
-        let grad_p = derivative::<R, F>(a, 0, m, c.inv_2h[m]);
-        let mut rm = c.nu * lap - conv - grad_p * c.inv_rho;
+        let (conv, lap) = transport::<R, X, D, K, F>(c, a, 1 + m, &vel, vel[m]);
+        let grad_p = derivative::<X, F>(a, 0, m, X::from(c.inv_2h[m]));
+        let mut rm = X::from(c.nu) * lap - conv - grad_p * X::from(c.inv_rho);
         if E {
-            rm = rm + buoyancy(c.buoyancy[m], tc, c.t_ref);
+            rm = rm + buoyancy(X::from(c.buoyancy[m]), tc, X::from(c.t_ref));
         }
         if SRC {
             rm = rm + a.src(1 + m);
@@ -187,8 +188,8 @@ pub(crate) fn node_residual<
         r[1 + m] = rm;
     }
     if E {
-        let (conv, lap) = transport::<R, D, K, F>(c, a, 1 + D, &vel, tc);
-        let mut rt = c.alpha * lap - conv;
+        let (conv, lap) = transport::<R, X, D, K, F>(c, a, 1 + D, &vel, tc);
+        let mut rt = X::from(c.alpha) * lap - conv;
         if SRC {
             rt = rt + a.src(1 + D);
         }
@@ -207,13 +208,17 @@ pub(crate) fn node_residual<
 /// residual sums with `N` (zeros otherwise). `N` is a const generic so that the passes without
 /// norms (all but the last of `advance`) neither compute nor store the residuals.
 ///
-/// The last chunk computes up to `LANES - 1` nodes past the row's last interior node, into
-/// its boundary node, ghosts and padding, and keeps none of them: the stencil reads two
-/// nodes and planes out at most, which the ghost rows and planes after the last interior row
-/// hold, so every read stays inside the arrays (checked in debug builds).
+/// The nodes are computed a vector ([`Lanes`]) at a time and written straight to the output
+/// rows: the loads of a vector come before its stores, so unlike a loop that LLVM vectorises,
+/// nothing has to be checked for overlap, and the new state needs no buffer on the stack.
+/// The last vector computes up to `Lanes::WIDTH - 1` nodes past the row's last interior
+/// node, into its boundary node, ghosts and padding, and keeps none of them: the stencil
+/// reads two nodes and planes out at most, which the ghost rows and planes after the last
+/// interior row hold, so every read stays inside the arrays (checked in debug builds).
 #[inline(always)]
 fn update_row<
     R: Real,
+    I: Isa,
     const D: usize,
     const SRC: bool,
     const E: bool,
@@ -231,47 +236,48 @@ fn update_row<
 ) -> [f64; V] {
     let count = out[0].len();
     let equations = 1 + D + E as usize;
-    let mut sums = [0.0f64; V];
-    let (mut res, mut new) = ([[R::zero(); CHUNK]; V], [[R::zero(); CHUNK]; V]);
+    let width = Lanes::<R, I>::WIDTH;
+    let (mut sums, mut chunk) = ([0.0f64; V], [0.0f64; V]);
     let rows = RowPointers::new(q, src, st, start);
-    for first in (0..count).step_by(CHUNK) {
-        let len = CHUNK.min(count - first);
-        // The lines the next chunk will write (past the row's end: the next row's), asked for
-        // now: an ordinary store must first read its line, and stores waiting for memory
-        // stall the loop.
-        for row in out.iter().take(equations) {
-            prefetch(row.as_ptr().wrapping_add(first + CHUNK), CHUNK);
-        }
-        // `len` rounded up, written as the minimum with CHUNK so that LLVM sees the bound:
-        // where it could not, the index's bounds check forced the vector loop to leave its
-        // last vector to the scalar loop.
-        for t in 0..CHUNK.min((count - first).next_multiple_of(LANES)) {
-            let node = rows.node(first + t);
-            let n = node_residual::<R, D, SRC, E, K, F>(c, &node);
-            let dt = c.cfl / n.rate;
-            new[0][t] = node.q(0, 0, 0) + dt * n.r[0] - p_shift;
-            for v in 1..equations {
-                new[v][t] = node.q(v, 0, 0) + dt * n.r[v];
-            }
-            if N {
-                // The norm measures the change of the referenced pressure: a uniform drift
-                // (which the reference shift removes) is not a residual.
-                res[0][t] = n.r[0] - p_shift * (n.rate * c.inv_cfl);
-                res[1..equations]
-                    .iter_mut()
-                    .zip(&n.r[1..])
-                    .for_each(|(res, r)| res[t] = *r);
+    let (cfl, shift) = (Lanes::<R, I>::from(c.cfl), Lanes::from(p_shift));
+    for first in (0..count).step_by(width) {
+        if first.is_multiple_of(CHUNK) {
+            // The lines the next chunk will write (past the row's end: the next row's), asked
+            // for now: an ordinary store must first read its line, and stores waiting for
+            // memory stall the loop.
+            for row in out.iter().take(equations) {
+                prefetch(row.as_ptr().wrapping_add(first + CHUNK), CHUNK);
             }
         }
-        // The new state goes through the stack, which cannot alias the state read: with the
-        // output rows written directly, the loop needed more run-time overlap checks than the
-        // vectoriser allows in 3D and with fourth-order differences, and ran scalar.
-        for (row, new) in out.iter_mut().zip(&new).take(equations) {
-            row[first..first + len].copy_from_slice(&new[..len]);
+        let nodes = rows.nodes::<I>(first);
+        let n = node_residual::<R, Lanes<R, I>, D, SRC, E, K, F>(c, &nodes);
+        let dt = cfl / n.rate;
+        let keep = width.min(count - first);
+        for (v, row) in out.iter_mut().enumerate().take(equations) {
+            let mut new = nodes.q(v, 0, 0) + dt * n.r[v];
+            if v == 0 {
+                new = new - shift;
+            }
+            // Whole vectors by a length the compiler knows: one vector store.
+            match keep == width {
+                true => row[first..first + width].copy_from_slice(new.values()),
+                false => row[first..count].copy_from_slice(&new.values()[..keep]),
+            }
         }
         if N {
-            for (sum, r) in sums.iter_mut().zip(&res).take(equations) {
-                *sum += r[..len].iter().map(|r| r.f64() * r.f64()).sum::<f64>();
+            // The norm measures the change of the referenced pressure: a uniform drift
+            // (which the reference shift removes) is not a residual.
+            let mut res = n.r;
+            res[0] = n.r[0] - shift * (n.rate * Lanes::from(c.inv_cfl));
+            for (sum, r) in chunk.iter_mut().zip(&res).take(equations) {
+                *sum = r.values()[..keep]
+                    .iter()
+                    .fold(*sum, |s, r| s + r.f64() * r.f64());
+            }
+            if (first + width).is_multiple_of(CHUNK) || first + width >= count {
+                for (sum, chunk) in sums.iter_mut().zip(&mut chunk) {
+                    *sum += std::mem::take(chunk);
+                }
             }
         }
     }
@@ -293,8 +299,8 @@ fn prefetch<R: Real>(at: *const R, len: usize) {
 
 /// Runs `f` compiled for AVX-512 as well (x86-64-v4: 32 vector registers of 8 f64 or 16
 /// f32), which the CPU must have: the AVX2 build of the 3D pass spills registers to the
-/// stack. `f` (a call of the inlined [`update_row`]) is inlined here and compiled with these
-/// instructions. The operations are the same IEEE operations, each correctly rounded at any
+/// stack. `f` (a call of the inlined [`update_row`] on [`Avx512`] vectors) is inlined here and
+/// compiled with these instructions, which its intrinsics need. The operations are the same IEEE operations, each correctly rounded at any
 /// vector width (square roots and divisions included; Rust never fuses a multiply and an
 /// add), so the results are bitwise those of the AVX2 build.
 #[cfg(target_arch = "x86_64")]
@@ -421,7 +427,7 @@ fn residual_rows<
             let (mut rp, mut w) = (LaneSum::default(), LaneSum::default());
             for x in 0..count {
                 let o = start + x;
-                let n = node_residual::<R, D, SRC, E, K, F>(c, &Offsets { q, src, st, o });
+                let n = node_residual::<R, _, D, SRC, E, K, F>(c, &Offsets { q, src, st, o });
                 for v in 0..equations {
                     rows[v][x] = n.r[v];
                 }
@@ -490,13 +496,17 @@ fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool, 
                 #[cfg(target_arch = "x86_64")]
                 (true, false) => unsafe {
                     with_avx512(|| {
-                        update_row::<R, D, SRC, E, K, F, false>(c, st, q, src, rows, start, p)
+                        update_row::<R, Avx512, D, SRC, E, K, F, false>(
+                            c, st, q, src, rows, start, p,
+                        )
                     })
                 },
                 // The norms' pass (once per `advance`) has the AVX2 build only, which gives
                 // the same bits (see `with_avx512`): one build fewer to compile.
-                (_, true) => update_row::<R, D, SRC, E, K, F, true>(c, st, q, src, rows, start, p),
-                _ => update_row::<R, D, SRC, E, K, F, false>(c, st, q, src, rows, start, p),
+                (_, true) => {
+                    update_row::<R, Narrow, D, SRC, E, K, F, true>(c, st, q, src, rows, start, p)
+                }
+                _ => update_row::<R, Narrow, D, SRC, E, K, F, false>(c, st, q, src, rows, start, p),
             };
         });
     if !norms {
@@ -554,7 +564,8 @@ mod tests {
     #[test]
     fn every_build_of_the_row_update_gives_the_same_bits() {
         let wide = has_avx512();
-        // Rows of 35 and 19 interior nodes: a short chunk each, rounded up past the row.
+        // Rows of 35 and 19 interior nodes: a partial vector at the end of each, computed past
+        // the row.
         for (dim, n) in [(2, [37, 29, 1]), (3, [21, 19, 17])] {
             let [(a, ra), (b, rb), (w, _)] = all_builds::<f64>(dim, n);
             assert!(
