@@ -62,10 +62,17 @@ pub(crate) fn at<R: Copy>(a: &[R], o: usize) -> R {
 /// the update loop carries no dependency and vectorises.
 pub(crate) const CHUNK: usize = 64;
 
+/// Bytes per variable of a chunk in the passes without norms (whose chunk length sets no
+/// rounding): 32 f64 or 64 f32 nodes. The 3D pass took about a tenth less processor time in
+/// f64 than with 64 nodes, and more with 16 or 128 nodes in either precision (BENCHMARKS.md,
+/// "Chunk length of the explicit 3D pass").
+const UPDATE_CHUNK_BYTES: usize = 256;
+
 /// Nodes the update loop's length is rounded up to: a whole number of vectors (8 f32 or two
 /// of 4 f64 with AVX2), so that no node of a row runs in the scalar remainder loop, which
 /// costs as much per node as a vector of nodes (seven scalar f32 nodes per 255-node row were
-/// a fifth of the 3D pass). A chunk of CHUNK nodes is such a number already.
+/// a fifth of the 3D pass). A chunk of CHUNK nodes, or of UPDATE_CHUNK_BYTES, is such a number
+/// already.
 const LANES: usize = 8;
 
 /// Convection and Laplacian `∇²q` of the transported variable `m` (a velocity component or
@@ -205,7 +212,9 @@ pub(crate) fn node_residual<
 
 /// Updates the interior nodes of one row (fixed j, k) by one explicit step and returns its
 /// residual sums with `N` (zeros otherwise). `N` is a const generic so that the passes without
-/// norms (all but the last of `advance`) neither compute nor store the residuals.
+/// norms (all but the last of `advance`) neither compute nor store the residuals. With `N` a
+/// chunk is [`CHUNK`] nodes, since its sums are added per chunk (the chunk sets their
+/// rounding), without it [`UPDATE_CHUNK_BYTES`].
 ///
 /// The last chunk computes up to `LANES - 1` nodes past the row's last interior node, into
 /// its boundary node, ghosts and padding, and keeps none of them: the stencil reads two
@@ -232,20 +241,29 @@ fn update_row<
     let count = out[0].len();
     let equations = 1 + D + E as usize;
     let mut sums = [0.0f64; V];
-    let (mut res, mut new) = ([[R::zero(); CHUNK]; V], [[R::zero(); CHUNK]; V]);
+    let (mut res, mut new) = (
+        Chunk([[R::zero(); CHUNK]; V]),
+        Chunk([[R::zero(); CHUNK]; V]),
+    );
+    let (res, new) = (&mut res.0, &mut new.0);
     let rows = RowPointers::new(q, src, st, start);
-    for first in (0..count).step_by(CHUNK) {
-        let len = CHUNK.min(count - first);
+    let chunk = if N {
+        CHUNK
+    } else {
+        CHUNK.min(UPDATE_CHUNK_BYTES / R::BYTES)
+    };
+    for first in (0..count).step_by(chunk) {
+        let len = chunk.min(count - first);
         // The lines the next chunk will write (past the row's end: the next row's), asked for
         // now: an ordinary store must first read its line, and stores waiting for memory
         // stall the loop.
         for row in out.iter().take(equations) {
-            prefetch(row.as_ptr().wrapping_add(first + CHUNK), CHUNK);
+            prefetch(row.as_ptr().wrapping_add(first + chunk), chunk);
         }
-        // `len` rounded up, written as the minimum with CHUNK so that LLVM sees the bound:
+        // `len` rounded up, written as the minimum with `chunk` so that LLVM sees the bound:
         // where it could not, the index's bounds check forced the vector loop to leave its
         // last vector to the scalar loop.
-        for t in 0..CHUNK.min((count - first).next_multiple_of(LANES)) {
+        for t in 0..chunk.min((count - first).next_multiple_of(LANES)) {
             let node = rows.node(first + t);
             let n = node_residual::<R, D, SRC, E, K, F>(c, &node);
             let dt = c.cfl / n.rate;
@@ -266,17 +284,23 @@ fn update_row<
         // The new state goes through the stack, which cannot alias the state read: with the
         // output rows written directly, the loop needed more run-time overlap checks than the
         // vectoriser allows in 3D and with fourth-order differences, and ran scalar.
-        for (row, new) in out.iter_mut().zip(&new).take(equations) {
+        for (row, new) in out.iter_mut().zip(new.iter()).take(equations) {
             row[first..first + len].copy_from_slice(&new[..len]);
         }
         if N {
-            for (sum, r) in sums.iter_mut().zip(&res).take(equations) {
+            for (sum, r) in sums.iter_mut().zip(res.iter()).take(equations) {
                 *sum += r[..len].iter().map(|r| r.f64() * r.f64()).sum::<f64>();
             }
         }
     }
     sums
 }
+
+/// A chunk's values of every variable, each variable's starting a cache line, so that the
+/// loop's 64-byte stores to it never straddle two lines (in f32 the 3D pass took 4 % less
+/// processor time so; BENCHMARKS.md, "Chunk length of the explicit 3D pass").
+#[repr(align(64))]
+struct Chunk<R>([[R; CHUNK]; V]);
 
 /// Asks for the cache lines of `len` values from `at` (a hint: it never faults).
 #[inline(always)]
