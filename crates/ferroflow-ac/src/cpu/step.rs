@@ -59,7 +59,8 @@ pub(crate) fn at<R: Copy>(a: &[R], o: usize) -> R {
 }
 
 /// Nodes per inner loop: residuals go to a stack buffer and are summed after each chunk, so
-/// the update loop carries no dependency and vectorises.
+/// the update loop carries no dependency and vectorises. The passes without norms take
+/// shorter chunks (`UPDATE_CHUNK_BYTES`) in buffers of this length.
 pub(crate) const CHUNK: usize = 64;
 
 /// Bytes per variable of a chunk in the passes without norms (whose chunk length sets no
