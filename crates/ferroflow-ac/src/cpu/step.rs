@@ -64,9 +64,9 @@ pub(crate) fn at<R: Copy>(a: &[R], o: usize) -> R {
 pub(crate) const CHUNK: usize = 64;
 
 /// Bytes per variable of a chunk in the passes without norms (whose chunk length sets no
-/// rounding): 32 f64 or 64 f32 nodes. The 3D pass took about a tenth less processor time in
-/// f64 than with 64 nodes, and more with 16 or 128 nodes in either precision (BENCHMARKS.md,
-/// "Chunk length of the explicit 3D pass").
+/// rounding): 32 f64 or 64 f32 nodes. The 3D pass took 7–10 % less processor time in f64 than
+/// with 64 nodes, and more with 16 or 128 nodes in either precision (BENCHMARKS.md, "Chunk
+/// length of the explicit 3D pass").
 const UPDATE_CHUNK_BYTES: usize = 256;
 
 /// Nodes the update loop's length is rounded up to: a whole number of vectors (8 f32 or two
@@ -298,8 +298,8 @@ fn update_row<
 }
 
 /// A chunk's values of every variable, each variable's starting a cache line, so that the
-/// loop's 64-byte stores to it never straddle two lines (in f32 the 3D pass took 4 % less
-/// processor time so; BENCHMARKS.md, "Chunk length of the explicit 3D pass").
+/// loop's 64-byte stores to it never straddle two lines (in f32 the 3D pass took up to 5 %
+/// less processor time so; BENCHMARKS.md, "Chunk length of the explicit 3D pass").
 #[repr(align(64))]
 struct Chunk<R>([[R; CHUNK]; V]);
 
