@@ -8,8 +8,11 @@ pub trait Real: Float + Send + Sync + Default + Debug + Display + 'static {
     /// Size in bytes (for traffic and roofline accounting).
     const BYTES: usize = std::mem::size_of::<Self>();
     /// The values one 64-byte vector register holds (8 f64 or 16 f32): the nodes the CPU's
-    /// explicit pass computes at once.
+    /// explicit pass computes at once with AVX-512.
     type Vector: Copy + Default + Send + Sync + AsRef<[Self]> + AsMut<[Self]>;
+    /// The values one 32-byte vector register holds (4 f64 or 8 f32): the nodes the CPU's
+    /// explicit pass computes at once with AVX2.
+    type Half: Copy + Default + Send + Sync + AsRef<[Self]> + AsMut<[Self]>;
     /// Converts an `f64` constant (rounding for `f32`).
     fn of(x: f64) -> Self;
     /// Widens to `f64` (exact).
@@ -19,6 +22,7 @@ pub trait Real: Float + Send + Sync + Default + Debug + Display + 'static {
 impl Real for f64 {
     const NAME: &'static str = "f64";
     type Vector = [f64; 8];
+    type Half = [f64; 4];
     #[inline(always)]
     fn of(x: f64) -> Self {
         x
@@ -32,6 +36,7 @@ impl Real for f64 {
 impl Real for f32 {
     const NAME: &'static str = "f32";
     type Vector = [f32; 16];
+    type Half = [f32; 8];
     #[inline(always)]
     fn of(x: f64) -> Self {
         x as f32

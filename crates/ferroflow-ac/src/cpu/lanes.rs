@@ -6,15 +6,16 @@
 //! neighbour rows, with gathers, 2.6 times slower in f64.
 use crate::cpu::formulas::Arith;
 use ferroflow_core::Real;
-use std::marker::PhantomData;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-/// The vector operations of one instruction set on [`Real::Vector`] (64 bytes of `R`).
+/// The vectors of one instruction set (one register of `R`) and their operations.
 pub(crate) trait Isa: Copy {
+    /// The values of `R` a vector holds.
+    type Vector<R: Real>: Copy + Default + AsRef<[R]> + AsMut<[R]>;
     /// `op` (add, sub, mul, div, max) of each pair of lanes.
-    fn binary<R: Real>(op: Op, a: R::Vector, b: R::Vector) -> R::Vector;
+    fn binary<R: Real>(op: Op, a: Self::Vector<R>, b: Self::Vector<R>) -> Self::Vector<R>;
     /// `op` (neg, abs, sqrt) of each lane.
-    fn unary<R: Real>(op: Op, a: R::Vector) -> R::Vector;
+    fn unary<R: Real>(op: Op, a: Self::Vector<R>) -> Self::Vector<R>;
 }
 
 /// A lane operation; matched at compile time (every call passes a constant).
@@ -54,6 +55,8 @@ pub(crate) struct Portable;
 
 #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
 impl Isa for Portable {
+    type Vector<R: Real> = R::Vector;
+
     #[inline(always)]
     fn binary<R: Real>(op: Op, mut a: R::Vector, b: R::Vector) -> R::Vector {
         for (x, y) in a.as_mut().iter_mut().zip(b.as_ref()) {
@@ -177,54 +180,44 @@ register!(
     |a, b, m| _mm256_blendv_ps(m, b, _mm256_cmp_ps::<_CMP_UNORD_Q>(a, a))
 );
 
-/// `op` of a vector of `R` held as `N` registers `T` (a loop over one or two, not
-/// `std::array::from_fn`, which is not inlined: out of line, the intrinsics were calls, 2.7
-/// times slower).
+/// `op` of a vector `V` of `R` held in register `T` of the same size.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn in_registers<R: Real, T: Register, const N: usize>(
-    op: Op,
-    a: R::Vector,
-    b: R::Vector,
-) -> R::Vector {
-    debug_assert_eq!(
-        std::mem::size_of::<[T; N]>(),
-        std::mem::size_of::<R::Vector>()
-    );
-    // SAFETY: N registers of T are the 64 bytes of `R::Vector` (f64 registers for f64, f32
-    // for f32), and any bits are valid for both.
+fn in_register<V: Copy, T: Register>(op: Op, a: V, b: V) -> V {
+    debug_assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<V>());
+    // SAFETY: T is a register of V's size (f64 registers for f64, f32 for f32), and any
+    // bits are valid for both.
     unsafe {
-        let (mut a, b): ([T; N], [T; N]) =
-            (std::mem::transmute_copy(&a), std::mem::transmute_copy(&b));
-        for i in 0..N {
-            a[i] = match op {
-                Op::Neg | Op::Abs | Op::Sqrt => T::unary(op, a[i]),
-                _ => T::binary(op, a[i], b[i]),
-            };
-        }
-        std::mem::transmute_copy(&a)
+        let (a, b): (T, T) = (std::mem::transmute_copy(&a), std::mem::transmute_copy(&b));
+        let r = match op {
+            Op::Neg | Op::Abs | Op::Sqrt => T::unary(op, a),
+            _ => T::binary(op, a, b),
+        };
+        std::mem::transmute_copy(&r)
     }
 }
 
-/// An x86 instruction set: vectors of f64 as `$n` registers `$v`, of f32 as `$n` of `$vs`.
+/// An x86 instruction set: vectors `R::$vector` of f64 in a register `$v`, of f32 in `$vs`.
 #[cfg(target_arch = "x86_64")]
 macro_rules! x86_isa {
-    ($(#[$doc:meta])* $isa:ident, $v:ty, $vs:ty, $n:literal) => {
+    ($(#[$doc:meta])* $isa:ident, $vector:ident, $v:ty, $vs:ty) => {
         $(#[$doc])*
         #[derive(Clone, Copy)]
         pub(crate) struct $isa;
 
         impl Isa for $isa {
+            type Vector<R: Real> = R::$vector;
+
             #[inline(always)]
-            fn binary<R: Real>(op: Op, a: R::Vector, b: R::Vector) -> R::Vector {
+            fn binary<R: Real>(op: Op, a: R::$vector, b: R::$vector) -> R::$vector {
                 match R::BYTES {
-                    8 => in_registers::<R, $v, $n>(op, a, b),
-                    _ => in_registers::<R, $vs, $n>(op, a, b),
+                    8 => in_register::<_, $v>(op, a, b),
+                    _ => in_register::<_, $vs>(op, a, b),
                 }
             }
 
             #[inline(always)]
-            fn unary<R: Real>(op: Op, a: R::Vector) -> R::Vector {
+            fn unary<R: Real>(op: Op, a: R::$vector) -> R::$vector {
                 Self::binary::<R>(op, a, a)
             }
         }
@@ -233,13 +226,16 @@ macro_rules! x86_isa {
 
 #[cfg(target_arch = "x86_64")]
 x86_isa!(
-    /// One 512-bit register per vector: the build inside `step::with_avx512`.
-    Avx512, __m512d, __m512, 1
+    /// One 512-bit register per vector (8 f64, 16 f32): the build inside
+    /// `step::with_avx512`.
+    Avx512, Vector, __m512d, __m512
 );
 #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
 x86_isa!(
-    /// Two 256-bit registers per vector: the build for every x86-64-v3 CPU.
-    Avx2, __m256d, __m256, 2
+    /// One 256-bit register per vector (4 f64, 8 f32): the build for every x86-64-v3 CPU.
+    /// With vectors of two registers, as wide as AVX-512's, the 3D f32 pass spilled and ran
+    /// 11 % (Zen 4) to 25 % (Xeon) slower than LLVM's vectorised loop before it.
+    Avx2, Half, __m256d, __m256
 );
 
 /// The instruction set of the ordinary build (outside `step::with_avx512`).
@@ -249,13 +245,13 @@ pub(crate) type Narrow = Avx2;
 #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
 pub(crate) type Narrow = Portable;
 
-/// One value per node of a [`Real::Vector`] (8 f64 or 16 f32), computed with `I`.
+/// One value per node of a vector of `I` (of 8 or 4 f64, of 16 or 8 f32).
 #[derive(Clone, Copy)]
-pub(crate) struct Lanes<R: Real, I>(R::Vector, PhantomData<I>);
+pub(crate) struct Lanes<R: Real, I: Isa>(I::Vector<R>);
 
 impl<R: Real, I: Isa> Lanes<R, I> {
     /// Nodes per vector.
-    pub(crate) const WIDTH: usize = std::mem::size_of::<R::Vector>() / R::BYTES;
+    pub(crate) const WIDTH: usize = std::mem::size_of::<I::Vector<R>>() / R::BYTES;
 
     /// The vector at `p`.
     ///
@@ -263,7 +259,7 @@ impl<R: Real, I: Isa> Lanes<R, I> {
     /// `p` must point to [`Self::WIDTH`] values of one array.
     #[inline(always)]
     pub(crate) unsafe fn load(p: *const R) -> Self {
-        Lanes(p.cast::<R::Vector>().read_unaligned(), PhantomData)
+        Lanes(p.cast::<I::Vector<R>>().read_unaligned())
     }
 
     /// The lanes as values.
@@ -274,21 +270,21 @@ impl<R: Real, I: Isa> Lanes<R, I> {
 
     #[inline(always)]
     fn binary(self, op: Op, other: Self) -> Self {
-        Lanes(I::binary::<R>(op, self.0, other.0), PhantomData)
+        Lanes(I::binary::<R>(op, self.0, other.0))
     }
 
     #[inline(always)]
     fn unary(self, op: Op) -> Self {
-        Lanes(I::unary::<R>(op, self.0), PhantomData)
+        Lanes(I::unary::<R>(op, self.0))
     }
 }
 
-impl<R: Real, I> From<R> for Lanes<R, I> {
+impl<R: Real, I: Isa> From<R> for Lanes<R, I> {
     #[inline(always)]
     fn from(x: R) -> Self {
-        let mut v = R::Vector::default();
+        let mut v = I::Vector::<R>::default();
         v.as_mut().fill(x);
-        Lanes(v, PhantomData)
+        Lanes(v)
     }
 }
 
