@@ -66,6 +66,7 @@ pub(crate) struct RowNodes<'a, R, I> {
     t: usize,
     isa: std::marker::PhantomData<I>,
 }
+
 impl<'a, R: Real> RowPointers<'a, R> {
     /// The rows around the row whose first node is at offset `start` of arrays `q` and `src`
     /// (empty slices for variables they lack), laid out with strides `st`.

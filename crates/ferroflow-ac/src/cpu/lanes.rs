@@ -233,8 +233,8 @@ x86_isa!(
 #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
 x86_isa!(
     /// One 256-bit register per vector (4 f64, 8 f32): the build for every x86-64-v3 CPU.
-    /// With vectors of two registers, as wide as AVX-512's, the 3D f32 pass spilled and ran
-    /// 11 % (Zen 4) to 25 % (Xeon) slower than LLVM's vectorised loop before it.
+    /// With vectors of two registers, as wide as AVX-512's, the 3D f32 pass ran 11 % (Zen 4)
+    /// to 28 % (Xeon) slower than LLVM's vectorised loop before it.
     Avx2, Half, __m256d, __m256
 );
 

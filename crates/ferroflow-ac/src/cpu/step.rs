@@ -300,9 +300,10 @@ fn prefetch<R: Real>(at: *const R, len: usize) {
 /// Runs `f` compiled for AVX-512 as well (x86-64-v4: 32 vector registers of 8 f64 or 16
 /// f32), which the CPU must have: the AVX2 build of the 3D pass spills registers to the
 /// stack. `f` (a call of the inlined [`update_row`] on [`Avx512`] vectors) is inlined here and
-/// compiled with these instructions, which its intrinsics need. The operations are the same IEEE operations, each correctly rounded at any
-/// vector width (square roots and divisions included; Rust never fuses a multiply and an
-/// add), so the results are bitwise those of the AVX2 build.
+/// compiled with these instructions, which its intrinsics need. The operations are the same
+/// IEEE operations, each correctly rounded at any vector width (square roots and divisions
+/// included; Rust never fuses a multiply and an add), so the results are bitwise those of the
+/// AVX2 build.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw")]
 fn with_avx512<T>(f: impl FnOnce() -> T) -> T {
