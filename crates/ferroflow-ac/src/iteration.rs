@@ -10,8 +10,8 @@ pub trait AcKernels {
     /// Where the pass reads the pressure shift (see `Problem::reference_pressure`): a value on
     /// the host, a device address on a GPU.
     type Shift: Copy;
-    /// Which walls the interior pass filled itself (none on the CPU; the x walls for some
-    /// CUDA launch shapes).
+    /// Which walls the interior pass filled itself (the x walls: on the CPU, by the
+    /// explicit pass; on a GPU, for some launch shapes).
     type Filled: Copy;
 
     /// The fused interior pass from the current state into the next, pressure shifted by

@@ -54,6 +54,7 @@ mod step;
 use crate::implicit::{GaugeSums, ImplicitBlock};
 use crate::iteration::{iterate, AcKernels};
 use crate::{BlockBackend, Coefficients, Method, Problem, SideBc};
+use boundary::XWalls;
 use ferroflow_core::decomposition::{region_len, Face, Region};
 use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals};
 use implicit::Relaxer;
@@ -189,7 +190,7 @@ impl<R: Real> CpuBackend<R> {
         let (cur, sides, t) = (&mut self.cur, &self.sides, self.temperature);
         let fourth = self.coeffs.fourth();
         self.pool
-            .install(|| boundary::fill_boundaries(cur, sides, t, fourth));
+            .install(|| boundary::fill_boundaries(cur, sides, t, fourth, false));
     }
 }
 
@@ -240,9 +241,12 @@ impl<R: Real> Backend for CpuBackend<R> {
 // Each kernel on the pool, whose threads flush subnormals (see `ferroflow_cpu::pool`).
 impl<R: Real> AcKernels for CpuBackend<R> {
     type Shift = R;
-    type Filled = ();
+    /// Whether the pass filled the x walls (the explicit pass does, row by row).
+    type Filled = bool;
 
-    fn interior_pass(&mut self, p_shift: R, norms: bool) -> Result<(), BackendError> {
+    fn interior_pass(&mut self, p_shift: R, norms: bool) -> Result<bool, BackendError> {
+        let vars = self.cur.vars.len();
+        let x_walls = XWalls::of(&self.sides, self.temperature, self.coeffs.fourth(), vars);
         let (c, cur, next, src, t, sums) = (
             &self.coeffs,
             &self.cur,
@@ -253,15 +257,15 @@ impl<R: Real> AcKernels for CpuBackend<R> {
         );
         self.residuals = self
             .pool
-            .install(|| step::interior_pass(c, cur, next, src, t, p_shift, norms, sums));
-        Ok(())
+            .install(|| step::interior_pass(c, cur, next, src, t, p_shift, norms, sums, &x_walls));
+        Ok(true)
     }
 
-    fn fill_walls(&mut self, _: ()) -> Result<(), BackendError> {
+    fn fill_walls(&mut self, x_filled: bool) -> Result<(), BackendError> {
         let (next, sides, t) = (&mut self.next, &self.sides, self.temperature);
         let fourth = self.coeffs.fourth();
         self.pool
-            .install(|| boundary::fill_boundaries(next, sides, t, fourth));
+            .install(|| boundary::fill_boundaries(next, sides, t, fourth, x_filled));
         Ok(())
     }
 

@@ -4,6 +4,7 @@
 //! (a const generic, so that flows without it compile to the same code as before) adds T,
 //! its transport and its buoyancy in the momentum equations to the same pass.
 use crate::cpu::around::{Around, Offsets, RowPointers};
+use crate::cpu::boundary::XWalls;
 use crate::cpu::formulas::*;
 #[cfg(target_arch = "x86_64")]
 use crate::cpu::lanes::Avx512;
@@ -11,7 +12,7 @@ use crate::cpu::lanes::{Isa, Lanes, Narrow};
 use crate::cpu::rows::RowTiles;
 use crate::implicit::{GaugeSums, LaneSum};
 use crate::Coefficients as Coeffs;
-use ferroflow_core::{Fields, Layout, Real, Residuals};
+use ferroflow_core::{Fields, Layout, Real, Residuals, GHOST};
 use rayon::prelude::*;
 
 /// Most variables of a state: p, u, v, w, T.
@@ -321,8 +322,8 @@ fn has_avx512() -> bool {
     false
 }
 
-/// Runs the fused pass from `cur` into `next` over all interior nodes, with the residual
-/// sums when `norms` (none otherwise); `row_sums` is scratch with one entry per row, summed
+/// Runs the fused pass from `cur` into `next` over all interior nodes and fills `x_walls` of
+/// each row it updates, with the residual sums when `norms` (none otherwise); `row_sums` is scratch with one entry per row, summed
 /// in row order afterwards so that the result does not depend on how rows were spread over
 /// threads.
 #[allow(clippy::too_many_arguments)]
@@ -335,11 +336,13 @@ pub(crate) fn interior_pass<R: Real>(
     p_shift: R,
     norms: bool,
     row_sums: &mut [[f64; V]],
+    x_walls: &XWalls,
 ) -> Residuals {
     let wide = has_avx512();
+    let x = Some(x_walls);
     macro_rules! go {
         ($d:literal, $s:literal, $e:literal, $k:literal, $f:literal) => {
-            pass::<R, $d, $s, $e, $k, $f>(c, cur, next, source, p_shift, norms, row_sums, wide)
+            pass::<R, $d, $s, $e, $k, $f>(c, cur, next, source, p_shift, norms, row_sums, wide, x)
         };
     }
     for_variant!(
@@ -459,7 +462,7 @@ pub(crate) fn interior_rows(l: &Layout) -> usize {
 }
 
 /// The fused pass (see [`interior_pass`]); `wide`: rows updated by the AVX-512 build
-/// ([`with_avx512`]), which the CPU must have.
+/// ([`with_avx512`]), which the CPU must have; `x_walls`: filled row by row, if any.
 #[allow(clippy::too_many_arguments)]
 fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool, const F: bool>(
     c: &Coeffs<R>,
@@ -470,6 +473,7 @@ fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool, 
     norms: bool,
     row_sums: &mut [[f64; V]],
     wide: bool,
+    x_walls: Option<&XWalls>,
 ) -> Residuals {
     let l = cur.layout;
     let (q, src) = (var_slices(Some(cur)), var_slices(source));
@@ -518,6 +522,13 @@ fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool, 
                 }
                 _ => update_row::<R, Narrow, D, SRC, E, K, F, false>(c, st, q, src, rows, start, p),
             };
+            if let Some(walls) = x_walls {
+                let from = l.index(-(GHOST as isize), j as isize, k as isize);
+                // SAFETY: the row, ghosts included, is this task's alone; the slices of its
+                // interior above are gone.
+                let mut row = unsafe { row_slices(out.ptrs(), from, l.n[0] + 2 * GHOST) };
+                walls.fill(&mut row, l.n[0]);
+            }
         });
     if !norms {
         return Residuals::default();
@@ -561,14 +572,56 @@ mod tests {
             let shift = R::of(0.01);
             let r = match dim {
                 2 => pass::<R, 2, false, false, false, false>(
-                    &c, &p.initial, &mut next, None, shift, norms, &mut sums, wide,
+                    &c, &p.initial, &mut next, None, shift, norms, &mut sums, wide, None,
                 ),
                 _ => pass::<R, 3, false, false, false, false>(
-                    &c, &p.initial, &mut next, None, shift, norms, &mut sums, wide,
+                    &c, &p.initial, &mut next, None, shift, norms, &mut sums, wide, None,
                 ),
             };
             (next, r)
         })
+    }
+
+    /// The pass with `x_walls`, then the other walls, against the pass, then every wall.
+    #[test]
+    fn the_x_walls_the_pass_fills_are_those_of_the_wall_fill() {
+        use crate::cpu::boundary::fill_boundaries;
+        use crate::SideBc::{AdiabaticWall, Wall};
+        for (dim, n) in [(2, [37, 29, 1]), (3, [21, 19, 17])] {
+            let p = problem::<f64>(dim, n);
+            let c = Coeffs::new(&p);
+            // A temperature, for the adiabatic side's mirror.
+            let mut state = p.initial.clone();
+            let t = 1 + dim;
+            state
+                .vars
+                .push(state.vars[1].iter().map(|u| 2.0 * u + 0.5).collect());
+            let sides = [AdiabaticWall, Wall, Wall, AdiabaticWall, Wall, Wall];
+            for fourth in [false, true] {
+                let walls = XWalls::of(&sides, Some(t), fourth, 2 + dim);
+                let [fused, after] = [Some(&walls), None].map(|x| {
+                    let mut next = state.clone();
+                    let mut sums = vec![[0.0; V]; interior_rows(&p.layout)];
+                    let wide = has_avx512();
+                    match dim {
+                        2 => pass::<f64, 2, false, false, false, false>(
+                            &c, &state, &mut next, None, 0.0, false, &mut sums, wide, x,
+                        ),
+                        _ => pass::<f64, 3, false, false, false, false>(
+                            &c, &state, &mut next, None, 0.0, false, &mut sums, wide, x,
+                        ),
+                    };
+                    fill_boundaries(&mut next, &sides, Some(t), fourth, x.is_some());
+                    next
+                });
+                assert!(fused.vars == after.vars, "{dim}D, fourth {fourth}");
+                // The x walls were filled: the low side's first ghost of p and of T changed.
+                let ghost = p.layout.index(-1, 3, (dim == 3) as isize);
+                for v in [0, t] {
+                    assert_ne!(fused.vars[v][ghost], state.vars[v][ghost], "{dim}D var {v}");
+                }
+            }
+        }
     }
 
     #[test]
