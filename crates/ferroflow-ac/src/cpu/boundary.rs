@@ -17,6 +17,7 @@ pub(crate) fn fill_boundaries<R: Real>(
     x_filled: bool,
 ) {
     let l = f.layout;
+    // The x sides come first in `Side::ALL`.
     let skip = if x_filled { 2 } else { 0 };
     for side in Side::ALL.into_iter().take(2 * l.dim).skip(skip) {
         let Some(wall) = Wall::of(sides[side as usize], temperature, fourth) else {
@@ -71,9 +72,9 @@ impl Wall {
 #[derive(Clone, Copy)]
 pub(crate) struct XWalls {
     /// The low and the high side.
-    pub sides: [Option<Wall>; 2],
+    sides: [Option<Wall>; 2],
     /// Variables of the state.
-    pub vars: usize,
+    vars: usize,
 }
 
 impl XWalls {

@@ -323,9 +323,9 @@ fn has_avx512() -> bool {
 }
 
 /// Runs the fused pass from `cur` into `next` over all interior nodes and fills `x_walls` of
-/// each row it updates, with the residual sums when `norms` (none otherwise); `row_sums` is scratch with one entry per row, summed
-/// in row order afterwards so that the result does not depend on how rows were spread over
-/// threads.
+/// each row it updates, with the residual sums when `norms` (none otherwise); `row_sums` is
+/// scratch with one entry per row, summed in row order afterwards so that the result does not
+/// depend on how rows were spread over threads.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn interior_pass<R: Real>(
     c: &Coeffs<R>,
