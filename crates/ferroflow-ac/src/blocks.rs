@@ -15,7 +15,21 @@ pub trait BlockBackend: Backend {
 
     /// One iteration (interior pass, physical walls, swap) with pressure shift `p_shift`
     /// (see [`crate::Problem::reference_pressure`]); returns its residual sums when `norms`.
-    fn step(&mut self, p_shift: Self::Real, norms: bool) -> Result<Residuals, BackendError>;
+    /// `faces` are the block's faces the step moves itself ([`BlockBackend::moves_in_step`]):
+    /// it packs the next state's values into their send buffers, and reads the current
+    /// state's halo from their received values where these are given.
+    fn step(
+        &mut self,
+        p_shift: Self::Real,
+        norms: bool,
+        faces: &mut [FaceBuffers<'_, Self::Real>],
+    ) -> Result<Residuals, BackendError>;
+
+    /// Whether [`BlockBackend::step`] packs `face` and can read its halo from the received
+    /// values, where the values lie in the rows the pass visits anyway. None by default.
+    fn moves_in_step(&self, _face: &Face) -> bool {
+        false
+    }
 
     /// Packs the values `face` sends from the current state into `buf`.
     fn pack(&mut self, face: &Face, buf: &mut [Self::Real]) -> Result<(), BackendError>;
@@ -39,6 +53,18 @@ pub trait BlockBackend: Backend {
     {
         work(blocks)
     }
+}
+
+/// A face whose halo [`BlockBackend::step`] moves itself.
+pub struct FaceBuffers<'a, R> {
+    /// The face.
+    pub face: &'a Face,
+    /// The current state's halo values as the last exchange received them, where they are not
+    /// in the state's halo (none: they are).
+    pub received: Option<&'a [R]>,
+    /// Where the next state's values this face sends go, packed as
+    /// [`BlockBackend::pack`] packs them.
+    pub send: &'a mut [R],
 }
 
 /// The problem of block `b` of `d`: the whole problem's data cut to the block's layout (ghosts

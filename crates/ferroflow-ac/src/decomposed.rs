@@ -1,5 +1,5 @@
 //! The driver of a decomposed grid.
-use crate::blocks::block_problem;
+use crate::blocks::{block_problem, FaceBuffers};
 use crate::implicit::GaugeSums;
 use crate::{BlockBackend, Method, Problem};
 use ferroflow_core::decomposition::{BlockExtent, Decomposition, Face};
@@ -123,16 +123,37 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Decomposed<B, T
         self.transport.rank_size()
     }
 
-    /// One iteration of every block, then the halo exchange.
-    fn iterate(&mut self, norms: bool) -> Result<Residuals, BackendError> {
+    /// One iteration of every block, then the halo exchange. The faces a block moves in its
+    /// step ([`BlockBackend::moves_in_step`]) are packed there; their halos are read from the
+    /// received values when `received` (the last exchange left them there), and this
+    /// exchange leaves them there when `defer`.
+    fn iterate(
+        &mut self,
+        norms: bool,
+        received: bool,
+        defer: bool,
+    ) -> Result<Residuals, BackendError> {
         let (owner, offset) = self.reference;
         let mut shift = [R::zero()];
         if let Some((_, b)) = self.blocks.iter_mut().find(|(id, _)| *id == owner) {
             shift[0] = b.pressure_at(offset)?;
         }
         self.share(&mut shift, owner)?;
-        let sums = self.each(|b| b.step(shift[0], norms))?;
-        self.exchange(Halos::State)?;
+        let (faces, halos, shift) = (&self.faces, &mut self.halos, shift[0]);
+        let sums = B::batch(&mut self.blocks, |blocks| {
+            each_block(blocks, faces, halos, |(_, b), faces, halos| {
+                let mut moved: Vec<_> = (faces.iter().zip(halos))
+                    .filter(|((_, face), _)| b.moves_in_step(face))
+                    .map(|((_, face), halo)| FaceBuffers {
+                        face,
+                        received: received.then_some(&halo.recv[..]),
+                        send: &mut halo.send[..],
+                    })
+                    .collect();
+                b.step(shift, norms, &mut moved)
+            })
+        })?;
+        self.exchange_but_moved(Halos::State, true, defer)?;
         // Without norms a block's sums may be empty (not computed): none count.
         match norms {
             true => self.total(sums),
@@ -218,9 +239,21 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Decomposed<B, T
 
     /// Packs `what` on every face, moves the buffers, and unpacks them into the halos.
     pub(crate) fn exchange(&mut self, what: Halos) -> Result<(), BackendError> {
+        self.exchange_but_moved(what, false, false)
+    }
+
+    /// [`Decomposed::exchange`], but of the faces the blocks moved in their step: not packed
+    /// when `packed` (the step did), not unpacked when `defer` (the next step reads them).
+    fn exchange_but_moved(
+        &mut self,
+        what: Halos,
+        packed: bool,
+        defer: bool,
+    ) -> Result<(), BackendError> {
         let (faces, halos) = (&self.faces, &mut self.halos);
         B::batch(&mut self.blocks, |blocks| {
             each_face(blocks, faces, halos, |(_, b), face, halo| match what {
+                _ if packed && b.moves_in_step(face) => Ok(()),
                 Halos::State => b.pack(face, &mut halo.send),
                 Halos::Increments => b.implicit()?.pack_increments(face, &mut halo.send),
             })
@@ -229,6 +262,7 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Decomposed<B, T
         let (faces, halos) = (&self.faces, &mut self.halos);
         B::batch(&mut self.blocks, |blocks| {
             each_face(blocks, faces, halos, |(_, b), face, halo| match what {
+                _ if defer && b.moves_in_step(face) => Ok(()),
                 Halos::State => b.unpack(face, &halo.recv),
                 Halos::Increments => b.implicit()?.unpack_increments(face, &halo.recv),
             })
@@ -242,10 +276,24 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Decomposed<B, T
 /// any order.
 pub(crate) fn each_face<X: Send, R: Send>(
     blocks: &mut [X],
-    mut faces: &[(usize, Face)],
-    mut halos: &mut [Halo<R>],
+    faces: &[(usize, Face)],
+    halos: &mut [Halo<R>],
     work: impl Fn(&mut X, &Face, &mut Halo<R>) -> Result<(), BackendError> + Sync,
 ) -> Result<(), BackendError> {
+    each_block(blocks, faces, halos, |b, faces, halos| {
+        (halos.iter_mut().zip(faces)).try_for_each(|(halo, (_, face))| work(b, face, halo))
+    })?;
+    Ok(())
+}
+
+/// `work` on every block with its faces and their halos (listed as for [`each_face`]), the
+/// blocks in parallel; the results in block order.
+fn each_block<X: Send, R: Send, U: Send>(
+    blocks: &mut [X],
+    mut faces: &[(usize, Face)],
+    mut halos: &mut [Halo<R>],
+    work: impl Fn(&mut X, &[(usize, Face)], &mut [Halo<R>]) -> Result<U, BackendError> + Sync,
+) -> Result<Vec<U>, BackendError> {
     debug_assert!(faces.is_sorted_by_key(|(b, _)| *b));
     let groups: Vec<_> = (0..blocks.len())
         .map(|b| {
@@ -260,12 +308,8 @@ pub(crate) fn each_face<X: Send, R: Send>(
     blocks
         .par_iter_mut()
         .zip(groups)
-        .try_for_each(|(b, (faces, halos))| {
-            halos
-                .iter_mut()
-                .zip(faces)
-                .try_for_each(|(halo, (_, face))| work(b, face, halo))
-        })
+        .map(|(b, (faces, halos))| work(b, faces, halos))
+        .collect()
 }
 
 /// What a halo exchange moves.
@@ -290,7 +334,11 @@ impl<R: Real, B: BlockBackend<Real = R> + Send, T: Transport<R>> Backend for Dec
             res = if self.implicit {
                 self.iterate_implicit(it + 1 == iterations)?
             } else {
-                self.iterate(it + 1 == iterations)?
+                // Within one call the steps read the moved faces' halos from the received
+                // values, and the last exchange unpacks them: between calls every halo is in
+                // the state, whatever reads it.
+                let last = it + 1 == iterations;
+                self.iterate(last, it > 0, !last)?
             };
         }
         Ok(res)

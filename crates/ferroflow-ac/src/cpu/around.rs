@@ -10,7 +10,7 @@
 //! index, an address is that pointer (a register, or one load) plus the index.
 use crate::cpu::lanes::{Isa, Lanes};
 use crate::cpu::step::{at, V};
-use ferroflow_core::Real;
+use ferroflow_core::{Real, GHOST};
 
 /// The state around one node (`X` a number) or a vector of nodes (`X` a [`Lanes`]).
 pub(crate) trait Around<X> {
@@ -54,7 +54,9 @@ pub(crate) struct RowPointers<'a, R> {
     centre: [*const R; V],
     across: [[[*const R; 2 * REACH]; 2]; V],
     src: [*const R; V],
-    /// The state's arrays, whose bounds debug builds check every read against.
+    /// The arrays the centre rows and the others lie in, whose bounds debug builds check
+    /// every read against.
+    centre_arrays: [&'a [R]; V],
     arrays: [&'a [R]; V],
 }
 
@@ -87,7 +89,21 @@ impl<'a, R: Real> RowPointers<'a, R> {
                 })
             }),
             src: std::array::from_fn(|v| row(src[v], 0, 0)),
+            centre_arrays: q,
             arrays: q,
+        }
+    }
+
+    /// These rows with the centre row's nodes read from `centre` (per variable, the row from
+    /// `GHOST` nodes before its first interior node) instead of the state.
+    pub(crate) fn with_centre<'b>(self, centre: [&'b [R]; V]) -> RowPointers<'b, R>
+    where
+        'a: 'b,
+    {
+        RowPointers {
+            centre: centre.map(|c| c.as_ptr().wrapping_add(GHOST)),
+            centre_arrays: centre,
+            ..self
         }
     }
 
@@ -117,7 +133,11 @@ impl<R: Real, I: Isa> Around<Lanes<R, I>> for RowNodes<'_, R, I> {
                     self.rows.across[v][d - 1][i].offset(t)
                 }
             };
-            let range = self.rows.arrays[v].as_ptr_range();
+            let arrays = match d {
+                0 => &self.rows.centre_arrays,
+                _ => &self.rows.arrays,
+            };
+            let range = arrays[v].as_ptr_range();
             debug_assert!(range.start <= p && p.wrapping_add(Lanes::<R, I>::WIDTH) <= range.end);
             Lanes::load(p)
         }

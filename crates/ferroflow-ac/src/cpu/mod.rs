@@ -50,9 +50,11 @@ mod implicit;
 mod lanes;
 mod rows;
 mod step;
+mod xfaces;
 
+use crate::blocks::FaceBuffers;
 use crate::implicit::{GaugeSums, ImplicitBlock};
-use crate::iteration::{iterate, AcKernels};
+use crate::iteration::{finish, iterate, AcKernels};
 use crate::{BlockBackend, Coefficients, Method, Problem, SideBc};
 use boundary::XWalls;
 use ferroflow_core::decomposition::{region_len, Face, Region};
@@ -60,6 +62,7 @@ use ferroflow_core::{Backend, BackendError, Fields, Layout, Real, Residuals};
 use implicit::Relaxer;
 use rayon::prelude::*;
 use std::sync::Arc;
+use xfaces::XFaces;
 
 /// CPU backend for one block (a whole grid, or one block of a decomposed one).
 pub struct CpuBackend<R: Real> {
@@ -173,6 +176,26 @@ impl<R: Real> CpuBackend<R> {
     }
 
     /// One implicit iteration of the current state in place, walls not yet filled.
+    /// The explicit pass, with the x walls, and moving `x_faces` (if any); whether the x
+    /// walls are filled (always).
+    fn pass(&mut self, p_shift: R, norms: bool, x_faces: Option<&XFaces<R>>) -> bool {
+        let vars = self.cur.vars.len();
+        let x_walls = XWalls::of(&self.sides, self.temperature, self.coeffs.fourth(), vars);
+        let (c, cur, next, src, t, sums) = (
+            &self.coeffs,
+            &self.cur,
+            &mut self.next,
+            self.source.as_ref(),
+            self.temperature.is_some(),
+            &mut self.row_sums,
+        );
+        let x = (&x_walls, x_faces);
+        self.residuals = self
+            .pool
+            .install(|| step::interior_pass(c, cur, next, src, t, p_shift, norms, sums, x));
+        true
+    }
+
     fn iterate_implicit(&mut self) {
         let (c, cur, src, t, p_ref) = (
             &self.coeffs,
@@ -245,20 +268,7 @@ impl<R: Real> AcKernels for CpuBackend<R> {
     type Filled = bool;
 
     fn interior_pass(&mut self, p_shift: R, norms: bool) -> Result<bool, BackendError> {
-        let vars = self.cur.vars.len();
-        let x_walls = XWalls::of(&self.sides, self.temperature, self.coeffs.fourth(), vars);
-        let (c, cur, next, src, t, sums) = (
-            &self.coeffs,
-            &self.cur,
-            &mut self.next,
-            self.source.as_ref(),
-            self.temperature.is_some(),
-            &mut self.row_sums,
-        );
-        self.residuals = self
-            .pool
-            .install(|| step::interior_pass(c, cur, next, src, t, p_shift, norms, sums, &x_walls));
-        Ok(true)
+        Ok(self.pass(p_shift, norms, None))
     }
 
     fn fill_walls(&mut self, x_filled: bool) -> Result<(), BackendError> {
@@ -296,9 +306,23 @@ impl<R: Real> BlockBackend for CpuBackend<R> {
         Ok(self.cur.vars[0][offset])
     }
 
-    fn step(&mut self, p_shift: R, norms: bool) -> Result<Residuals, BackendError> {
-        iterate(self, p_shift, norms)?;
+    fn step(
+        &mut self,
+        p_shift: R,
+        norms: bool,
+        faces: &mut [FaceBuffers<'_, R>],
+    ) -> Result<Residuals, BackendError> {
+        let layout = self.cur.layout;
+        let x_faces = XFaces::of(faces, &layout);
+        let filled = self.pass(p_shift, norms, x_faces.as_ref());
+        finish(self, filled, norms)?;
         Ok(self.residuals.clone())
+    }
+
+    /// The x faces of short rows ([`xfaces::moves`]): a row's one or two nodes, in the rows
+    /// the pass reads and writes.
+    fn moves_in_step(&self, face: &Face) -> bool {
+        xfaces::moves(face, &self.cur.layout, std::mem::size_of::<R>())
     }
 
     fn pack(&mut self, face: &Face, buf: &mut [R]) -> Result<(), BackendError> {
@@ -387,7 +411,7 @@ const FACE_ROWS_PER_TASK: usize = 64;
 /// The region of each variable `face` carries (sent or, with `receive`, received) and the part
 /// of the face buffer that holds it, rows in the order of [`Face::rows`] (which would list
 /// every row).
-fn face_parts(
+pub(crate) fn face_parts(
     face: &Face,
     layout: &Layout,
     receive: bool,

@@ -10,6 +10,7 @@ use crate::cpu::formulas::*;
 use crate::cpu::lanes::Avx512;
 use crate::cpu::lanes::{Isa, Lanes, Narrow};
 use crate::cpu::rows::RowTiles;
+use crate::cpu::xfaces::XFaces;
 use crate::implicit::{GaugeSums, LaneSum};
 use crate::Coefficients as Coeffs;
 use ferroflow_core::{Fields, Layout, Real, Residuals, GHOST};
@@ -216,7 +217,10 @@ pub(crate) fn node_residual<
 /// node, into its boundary node, ghosts and padding, and keeps none of them: the stencil
 /// reads two nodes and planes out at most, which the ghost rows and planes after the last
 /// interior row hold, so every read stays inside the arrays (checked in debug builds).
+/// `centre`, if any: the row's own nodes read from this copy, from `GHOST` nodes before its
+/// first interior node ([`XFaces::centre_row`]).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn update_row<
     R: Real,
     I: Isa,
@@ -234,12 +238,17 @@ fn update_row<
     mut out: [&mut [R]; V],
     start: usize,
     p_shift: R,
+    centre: Option<[&[R]; V]>,
 ) -> [f64; V] {
     let count = out[0].len();
     let equations = 1 + D + E as usize;
     let width = Lanes::<R, I>::WIDTH;
     let (mut sums, mut chunk) = ([0.0f64; V], [0.0f64; V]);
     let rows = RowPointers::new(q, src, st, start);
+    let rows = match centre {
+        Some(centre) => rows.with_centre(centre),
+        None => rows,
+    };
     let (cfl, shift) = (Lanes::<R, I>::from(c.cfl), Lanes::from(p_shift));
     for first in (0..count).step_by(width) {
         if first.is_multiple_of(CHUNK) {
@@ -322,10 +331,10 @@ fn has_avx512() -> bool {
     false
 }
 
-/// Runs the fused pass from `cur` into `next` over all interior nodes and fills `x_walls` of
-/// each row it updates, with the residual sums when `norms` (none otherwise); `row_sums` is
-/// scratch with one entry per row, summed in row order afterwards so that the result does not
-/// depend on how rows were spread over threads.
+/// Runs the fused pass from `cur` into `next` over all interior nodes, fills `x_walls` of each
+/// row it updates and moves `x_faces` (if any), with the residual sums when `norms` (none
+/// otherwise); `row_sums` is scratch with one entry per row, summed in row order afterwards so
+/// that the result does not depend on how rows were spread over threads.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn interior_pass<R: Real>(
     c: &Coeffs<R>,
@@ -336,10 +345,10 @@ pub(crate) fn interior_pass<R: Real>(
     p_shift: R,
     norms: bool,
     row_sums: &mut [[f64; V]],
-    x_walls: &XWalls,
+    (x_walls, x_faces): (&XWalls, Option<&XFaces<R>>),
 ) -> Residuals {
     let wide = has_avx512();
-    let x = Some(x_walls);
+    let x = (Some(x_walls), x_faces);
     macro_rules! go {
         ($d:literal, $s:literal, $e:literal, $k:literal, $f:literal) => {
             pass::<R, $d, $s, $e, $k, $f>(c, cur, next, source, p_shift, norms, row_sums, wide, x)
@@ -462,7 +471,8 @@ pub(crate) fn interior_rows(l: &Layout) -> usize {
 }
 
 /// The fused pass (see [`interior_pass`]); `wide`: rows updated by the AVX-512 build
-/// ([`with_avx512`]), which the CPU must have; `x_walls`: filled row by row, if any.
+/// ([`with_avx512`]), which the CPU must have; `x_walls`: filled row by row, and `x_faces`:
+/// moved row by row, if any.
 #[allow(clippy::too_many_arguments)]
 fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool, const F: bool>(
     c: &Coeffs<R>,
@@ -473,7 +483,7 @@ fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool, 
     norms: bool,
     row_sums: &mut [[f64; V]],
     wide: bool,
-    x_walls: Option<&XWalls>,
+    (x_walls, x_faces): (Option<&XWalls>, Option<&XFaces<R>>),
 ) -> Residuals {
     let l = cur.layout;
     let (q, src) = (var_slices(Some(cur)), var_slices(source));
@@ -490,12 +500,16 @@ fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool, 
         .par_iter_mut()
         .with_min_len(min_rows)
         .enumerate()
-        .for_each(|(p, sums)| {
+        .for_each_init(Vec::new, |scratch, (p, sums)| {
             let (j, k) = tiles.row(p);
             let start = l.index(1, j as isize, k as isize);
             // SAFETY: row r is this task's alone.
             let rows = unsafe { row_slices(out.ptrs(), start, count) };
             let (st, p) = (l.stride, p_shift);
+            // Rows next to a received halo: their centre row from a copy with the halo.
+            let row_at = (j as isize, k as isize);
+            let centre = (x_faces.filter(|f| f.reads_received()))
+                .map(|f| f.centre_row(q, start - GHOST, row_at, scratch));
             // The norms' pass, too, has the AVX-512 build: a benchmark's timed chunk of a
             // 257³ grid is 2 or 3 iterations, and a run checks every few dozen.
             *sums = match (wide, norms) {
@@ -504,7 +518,7 @@ fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool, 
                 (true, false) => unsafe {
                     with_avx512(|| {
                         update_row::<R, Avx512, D, SRC, E, K, F, false>(
-                            c, st, q, src, rows, start, p,
+                            c, st, q, src, rows, start, p, centre,
                         )
                     })
                 },
@@ -513,21 +527,28 @@ fn pass<R: Real, const D: usize, const SRC: bool, const E: bool, const K: bool, 
                 (true, true) => unsafe {
                     with_avx512(|| {
                         update_row::<R, Avx512, D, SRC, E, K, F, true>(
-                            c, st, q, src, rows, start, p,
+                            c, st, q, src, rows, start, p, centre,
                         )
                     })
                 },
-                (_, true) => {
-                    update_row::<R, Narrow, D, SRC, E, K, F, true>(c, st, q, src, rows, start, p)
-                }
-                _ => update_row::<R, Narrow, D, SRC, E, K, F, false>(c, st, q, src, rows, start, p),
+                (_, true) => update_row::<R, Narrow, D, SRC, E, K, F, true>(
+                    c, st, q, src, rows, start, p, centre,
+                ),
+                _ => update_row::<R, Narrow, D, SRC, E, K, F, false>(
+                    c, st, q, src, rows, start, p, centre,
+                ),
             };
-            if let Some(walls) = x_walls {
+            if x_walls.is_some() || x_faces.is_some() {
                 let from = l.index(-(GHOST as isize), j as isize, k as isize);
                 // SAFETY: the row, ghosts included, is this task's alone; the slices of its
                 // interior above are gone.
                 let mut row = unsafe { row_slices(out.ptrs(), from, l.n[0] + 2 * GHOST) };
-                walls.fill(&mut row, l.n[0]);
+                if let Some(walls) = x_walls {
+                    walls.fill(&mut row, l.n[0]);
+                }
+                if let Some(faces) = x_faces {
+                    faces.send(&row, j as isize, k as isize);
+                }
             }
         });
     if !norms {
@@ -572,10 +593,26 @@ mod tests {
             let shift = R::of(0.01);
             let r = match dim {
                 2 => pass::<R, 2, false, false, false, false>(
-                    &c, &p.initial, &mut next, None, shift, norms, &mut sums, wide, None,
+                    &c,
+                    &p.initial,
+                    &mut next,
+                    None,
+                    shift,
+                    norms,
+                    &mut sums,
+                    wide,
+                    (None, None),
                 ),
                 _ => pass::<R, 3, false, false, false, false>(
-                    &c, &p.initial, &mut next, None, shift, norms, &mut sums, wide, None,
+                    &c,
+                    &p.initial,
+                    &mut next,
+                    None,
+                    shift,
+                    norms,
+                    &mut sums,
+                    wide,
+                    (None, None),
                 ),
             };
             (next, r)
@@ -605,10 +642,26 @@ mod tests {
                     let wide = has_avx512();
                     match dim {
                         2 => pass::<f64, 2, false, false, false, false>(
-                            &c, &state, &mut next, None, 0.0, false, &mut sums, wide, x,
+                            &c,
+                            &state,
+                            &mut next,
+                            None,
+                            0.0,
+                            false,
+                            &mut sums,
+                            wide,
+                            (x, None),
                         ),
                         _ => pass::<f64, 3, false, false, false, false>(
-                            &c, &state, &mut next, None, 0.0, false, &mut sums, wide, x,
+                            &c,
+                            &state,
+                            &mut next,
+                            None,
+                            0.0,
+                            false,
+                            &mut sums,
+                            wide,
+                            (x, None),
                         ),
                     };
                     fill_boundaries(&mut next, &sides, Some(t), fourth, x.is_some());

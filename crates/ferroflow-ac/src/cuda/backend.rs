@@ -9,6 +9,7 @@ use super::multigrid::Transfers;
 use super::programs::{Program, Variant};
 use super::state::{bytes, bytes_mut, Norms, State};
 use super::tune::{self, StepTuning, TuneMode, TuneReport};
+use crate::blocks::FaceBuffers;
 use crate::implicit::{GaugeSums, ImplicitBlock};
 use crate::iteration::{finish, iterate, AcKernels};
 use crate::{BlockBackend, Problem};
@@ -482,7 +483,13 @@ impl<R: Real> BlockBackend for CudaBackend<R> {
         self.state.value(&self.device.stream, 0, offset)
     }
 
-    fn step(&mut self, p_shift: R, norms: bool) -> Result<Residuals, BackendError> {
+    /// Moves no face itself ([`BlockBackend::moves_in_step`]).
+    fn step(
+        &mut self,
+        p_shift: R,
+        norms: bool,
+        _faces: &mut [FaceBuffers<'_, R>],
+    ) -> Result<Residuals, BackendError> {
         let stream = self.device.stream.clone();
         stream
             .memcpy_htod(bytes(&[p_shift]), &mut self.shifts)
