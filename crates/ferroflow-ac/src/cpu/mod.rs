@@ -175,7 +175,6 @@ impl<R: Real> CpuBackend<R> {
         Ok(())
     }
 
-    /// One implicit iteration of the current state in place, walls not yet filled.
     /// The explicit pass, with the x walls, and moving `x_faces` (if any); whether the x
     /// walls are filled (always).
     fn pass(&mut self, p_shift: R, norms: bool, x_faces: Option<&XFaces<R>>) -> bool {
@@ -196,6 +195,7 @@ impl<R: Real> CpuBackend<R> {
         true
     }
 
+    /// One implicit iteration of the current state in place, walls not yet filled.
     fn iterate_implicit(&mut self) {
         let (c, cur, src, t, p_ref) = (
             &self.coeffs,
